@@ -1,0 +1,220 @@
+//! [`InFrames`]: turns received bytes into frame headers and payloads.
+
+use std::ops::Range;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::error::ProtocolError;
+use crate::frame::{FrameHeader, HeaderParse, apply_mask_at};
+
+/// The frame whose header has been read and whose payload is arriving.
+#[derive(Debug, Clone, Copy)]
+struct InFrame {
+    header: FrameHeader,
+    /// Payload bytes already unmasked in place (and handed to the caller
+    /// through [`InFrames::unmask_new`]).
+    unmasked: usize,
+}
+
+/// Received bytes, and the frame currently being read from them.
+///
+/// The header is consumed as soon as it is complete, so the payload always
+/// starts at the front of `buf`. Payload bytes are unmasked as they arrive,
+/// which lets the protocol layer validate text before a frame is complete.
+#[derive(Debug, Default)]
+pub struct InFrames {
+    buf: BytesMut,
+    current: Option<InFrame>,
+    /// Length of the zeroed space handed out by the last `spare` call.
+    spare_len: usize,
+}
+
+/// What [`InFrames::poll_header`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum HeaderPoll {
+    /// A new header was just read: validate it before anything else.
+    New(FrameHeader),
+    /// The payload of an already validated frame is still arriving.
+    Continuing(FrameHeader),
+    /// Not enough bytes for a header.
+    NeedMore,
+}
+
+impl InFrames {
+    /// Buffered bytes not yet consumed as frames.
+    #[inline]
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether a frame has started and not yet finished.
+    #[inline]
+    pub fn in_frame(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// Appends received bytes.
+    #[inline]
+    pub fn extend(&mut self, data: &[u8]) {
+        self.buf.extend_from_slice(data);
+    }
+
+    /// Zeroed space at the end of the buffer for one socket read of about
+    /// `hint` bytes; pass the count actually read to [`InFrames::commit`]
+    /// before anything else touches the buffer.
+    pub fn spare(&mut self, hint: usize) -> &mut [u8] {
+        let want = match self.current {
+            // A large frame announced its size: read toward its end in
+            // bigger steps (the size already passed the limits).
+            Some(frame) => {
+                let missing = (frame.header.payload_len as usize).saturating_sub(self.buf.len());
+                hint.max(missing.min(1 << 20))
+            }
+            None => hint,
+        };
+        let len = self.buf.len() - self.spare_len;
+        self.buf.truncate(len);
+        self.buf.resize(len + want, 0);
+        self.spare_len = want;
+        &mut self.buf[len..]
+    }
+
+    /// Keeps the first `n` bytes of the space given by [`InFrames::spare`]
+    /// and drops the rest.
+    ///
+    /// # Panics
+    ///
+    /// If `n` is larger than that space.
+    pub fn commit(&mut self, n: usize) {
+        assert!(n <= self.spare_len, "committed more bytes than were read into");
+        let len = self.buf.len() - self.spare_len + n;
+        self.spare_len = 0;
+        self.buf.truncate(len);
+        if self.buf.is_empty() {
+            // Nothing pending: an idle connection holds no read buffer.
+            self.buf = BytesMut::new();
+        }
+    }
+
+    /// Reads the next header if none is in progress.
+    ///
+    /// # Errors
+    ///
+    /// A malformed header (reserved opcode, bad length).
+    pub fn poll_header(&mut self) -> Result<HeaderPoll, ProtocolError> {
+        if let Some(frame) = self.current {
+            return Ok(HeaderPoll::Continuing(frame.header));
+        }
+        match FrameHeader::parse(&self.buf)? {
+            HeaderParse::Partial => Ok(HeaderPoll::NeedMore),
+            HeaderParse::Complete(header, len) => {
+                let _ = self.buf.split_to(len);
+                self.current = Some(InFrame { header, unmasked: 0 });
+                Ok(HeaderPoll::New(header))
+            }
+        }
+    }
+
+    /// Prepares room for the payload of the current frame; call it once the
+    /// header passed every limit, so a large payload is read without
+    /// repeated reallocation.
+    pub fn reserve_payload(&mut self) {
+        if let Some(frame) = self.current {
+            let missing = (frame.header.payload_len as usize).saturating_sub(self.buf.len());
+            self.buf.reserve(missing);
+        }
+    }
+
+    /// Unmasks payload bytes that arrived since the last call and returns
+    /// their range in [`InFrames::payload_so_far`].
+    pub fn unmask_new(&mut self) -> Range<usize> {
+        let Some(frame) = self.current.as_mut() else {
+            return 0..0;
+        };
+        let available = self.buf.len().min(frame.header.payload_len as usize);
+        let range = frame.unmasked..available;
+        if let Some(mask) = frame.header.mask {
+            apply_mask_at(&mut self.buf[range.clone()], mask, frame.unmasked);
+        }
+        frame.unmasked = available;
+        range
+    }
+
+    /// The payload bytes of the current frame received so far (unmasked up
+    /// to the last [`InFrames::unmask_new`]).
+    #[inline]
+    pub fn payload_so_far(&self) -> &[u8] {
+        let len = self.current.map_or(0, |f| f.unmasked);
+        &self.buf[..len]
+    }
+
+    /// Takes the current frame if its whole payload has arrived and been
+    /// unmasked.
+    pub fn take_frame(&mut self) -> Option<(FrameHeader, Bytes)> {
+        let frame = self.current?;
+        let len = frame.header.payload_len as usize;
+        if frame.unmasked < len {
+            return None;
+        }
+        self.current = None;
+        let payload = self.buf.split_to(len).freeze();
+        if self.buf.is_empty() && self.buf.capacity() > 0 {
+            self.buf = BytesMut::new();
+        }
+        Some((frame.header, payload))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{MAX_HEADER_LEN, OpCode, apply_mask};
+
+    fn masked_frame(payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
+        let mut header = FrameHeader::new(OpCode::Binary, payload.len() as u64);
+        header.mask = Some(mask);
+        let mut head = [0; MAX_HEADER_LEN];
+        let n = header.encode(&mut head);
+        let mut wire = head[..n].to_vec();
+        let mut body = payload.to_vec();
+        apply_mask(&mut body, mask);
+        wire.extend_from_slice(&body);
+        wire
+    }
+
+    #[test]
+    fn frames_split_at_every_byte_come_out_whole() {
+        let payload: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+        let wire = masked_frame(&payload, [9, 8, 7, 6]);
+        let mut frames = InFrames::default();
+        let mut got = None;
+        for byte in &wire {
+            frames.extend(std::slice::from_ref(byte));
+            if let HeaderPoll::NeedMore = frames.poll_header().unwrap() {
+                continue;
+            }
+            let range = frames.unmask_new();
+            assert_eq!(frames.payload_so_far()[range.clone()], payload[range]);
+            if let Some(frame) = frames.take_frame() {
+                got = Some(frame);
+            }
+        }
+        let (header, body) = got.expect("frame completes");
+        assert_eq!(header.payload_len, 300);
+        assert_eq!(&body[..], &payload[..]);
+        assert_eq!(frames.buffered(), 0);
+    }
+
+    #[test]
+    fn unmasked_payload_is_split_without_copy() {
+        let mut frames = InFrames::default();
+        frames.extend(&[0x82, 3, 1, 2, 3, 0x82]);
+        assert!(matches!(frames.poll_header(), Ok(HeaderPoll::New(_))));
+        frames.unmask_new();
+        let ptr = frames.payload_so_far().as_ptr();
+        let (_, body) = frames.take_frame().unwrap();
+        assert_eq!(body.as_ptr(), ptr);
+        assert_eq!(frames.buffered(), 1, "the next frame's first byte stays");
+    }
+}

@@ -1,0 +1,212 @@
+//! [`OutBuffer`]: encoded frames waiting for the socket.
+
+use std::collections::VecDeque;
+use std::io::IoSlice;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::frame::{FrameHeader, MAX_HEADER_LEN, apply_mask};
+
+/// Payloads at least this large are queued by reference instead of copied
+/// (server role only: client payloads must be masked, which means a copy).
+const ZERO_COPY_MIN: usize = 32 * 1024;
+
+/// A drained buffer keeps its allocation only up to this size, so a
+/// connection that once sent a burst does not hold the memory while idle.
+const KEEP_WHEN_DRAINED: usize = 64 * 1024;
+
+/// Pending output: frames encoded but not yet accepted by the socket.
+///
+/// Small frames are encoded back to back into one contiguous `tail`, so a
+/// burst of messages leaves in one write. Large unmasked payloads are queued
+/// as shared [`Bytes`] chunks between header bytes and written with vectored
+/// I/O, never copied. Consuming output ([`Buf::advance`]) moves a cursor; a
+/// partial write never shifts the remainder.
+#[derive(Debug, Default)]
+pub struct OutBuffer {
+    /// Frozen chunks that precede `tail`, oldest first.
+    queue: VecDeque<Bytes>,
+    /// The newest encoded bytes, after everything in `queue`.
+    tail: BytesMut,
+    len: usize,
+}
+
+impl OutBuffer {
+    /// Bytes waiting to be written.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is waiting.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many separate slices the pending bytes occupy.
+    #[inline]
+    pub fn chunk_count(&self) -> usize {
+        self.queue.len() + usize::from(!self.tail.is_empty())
+    }
+
+    /// Fills `dst` with the pending slices in order, and returns how many it
+    /// filled (at most `dst.len()`).
+    pub fn slices<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+        self.chunks_vectored(dst)
+    }
+
+    /// Appends one frame: `header` followed by `payload`, masked with the
+    /// header's key if it has one.
+    pub fn push_frame(&mut self, header: &FrameHeader, payload: Bytes) {
+        let mut head = [0u8; MAX_HEADER_LEN];
+        let head_len = header.encode(&mut head);
+        let payload_len = payload.len();
+        self.len += head_len + payload_len;
+        match header.mask {
+            Some(mask) => {
+                self.tail.reserve(head_len + payload_len);
+                self.tail.put_slice(&head[..head_len]);
+                let start = self.tail.len();
+                self.tail.put_slice(&payload);
+                apply_mask(&mut self.tail[start..], mask);
+            }
+            None if payload_len >= ZERO_COPY_MIN => {
+                self.tail.put_slice(&head[..head_len]);
+                self.queue.push_back(self.tail.split().freeze());
+                self.queue.push_back(payload);
+            }
+            None => {
+                self.tail.reserve(head_len + payload_len);
+                self.tail.put_slice(&head[..head_len]);
+                self.tail.put_slice(&payload);
+            }
+        }
+    }
+
+    fn release_if_drained(&mut self) {
+        if self.len == 0 {
+            self.queue.clear();
+            if self.tail.capacity() > KEEP_WHEN_DRAINED {
+                self.tail = BytesMut::new();
+            } else {
+                self.tail.clear();
+            }
+        }
+    }
+}
+
+impl Buf for OutBuffer {
+    #[inline]
+    fn remaining(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn chunk(&self) -> &[u8] {
+        match self.queue.front() {
+            Some(front) => front,
+            None => &self.tail,
+        }
+    }
+
+    fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+        let chunks = self
+            .queue
+            .iter()
+            .map(|b| &b[..])
+            .chain((!self.tail.is_empty()).then_some(&self.tail[..]));
+        let mut n = 0;
+        for (slot, chunk) in dst.iter_mut().zip(chunks) {
+            *slot = IoSlice::new(chunk);
+            n += 1;
+        }
+        n
+    }
+
+    fn advance(&mut self, mut cnt: usize) {
+        assert!(cnt <= self.len, "advance past the end of the out buffer");
+        self.len -= cnt;
+        while cnt > 0 {
+            match self.queue.front_mut() {
+                Some(front) if front.len() <= cnt => {
+                    cnt -= front.len();
+                    self.queue.pop_front();
+                }
+                Some(front) => {
+                    front.advance(cnt);
+                    cnt = 0;
+                }
+                None => {
+                    self.tail.advance(cnt);
+                    cnt = 0;
+                }
+            }
+        }
+        self.release_if_drained();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::OpCode;
+
+    fn drain_in_steps(out: &mut OutBuffer, step: usize) -> Vec<u8> {
+        let mut wire = Vec::new();
+        while out.has_remaining() {
+            let chunk = out.chunk();
+            let n = chunk.len().min(step);
+            wire.extend_from_slice(&chunk[..n]);
+            out.advance(n);
+        }
+        wire
+    }
+
+    #[test]
+    fn frames_come_out_in_order_whatever_the_write_sizes() {
+        let big = Bytes::from(vec![7u8; ZERO_COPY_MIN + 3]);
+        let mut expected = Vec::new();
+        let mut out = OutBuffer::default();
+        for (i, payload) in [Bytes::from_static(b"one"), big.clone(), Bytes::from_static(b"three")]
+            .into_iter()
+            .enumerate()
+        {
+            let header = FrameHeader::new(OpCode::Binary, payload.len() as u64);
+            let mut head = [0; MAX_HEADER_LEN];
+            let n = header.encode(&mut head);
+            expected.extend_from_slice(&head[..n]);
+            expected.extend_from_slice(&payload);
+            out.push_frame(&header, payload);
+            assert_eq!(out.len(), expected.len(), "after frame {i}");
+        }
+        assert_eq!(out.chunk_count(), 3);
+        for step in [1, 2, 7, 1000, usize::MAX] {
+            let mut copy = OutBuffer::default();
+            for payload in [Bytes::from_static(b"one"), big.clone(), Bytes::from_static(b"three")] {
+                copy.push_frame(&FrameHeader::new(OpCode::Binary, payload.len() as u64), payload);
+            }
+            assert_eq!(drain_in_steps(&mut copy, step), expected, "step {step}");
+            assert!(copy.is_empty());
+        }
+    }
+
+    #[test]
+    fn large_server_payload_is_not_copied() {
+        let big = Bytes::from(vec![1u8; ZERO_COPY_MIN]);
+        let mut out = OutBuffer::default();
+        out.push_frame(&FrameHeader::new(OpCode::Binary, big.len() as u64), big.clone());
+        let mut slices = [IoSlice::new(&[]); 4];
+        assert_eq!(out.slices(&mut slices), 2);
+        assert_eq!(slices[1].as_ptr(), big.as_ptr());
+    }
+
+    #[test]
+    fn masked_payload_is_masked_in_the_buffer() {
+        let mut header = FrameHeader::new(OpCode::Text, 5);
+        header.mask = Some([0x37, 0xfa, 0x21, 0x3d]);
+        let mut out = OutBuffer::default();
+        out.push_frame(&header, Bytes::from_static(b"Hello"));
+        assert_eq!(out.chunk(), &[0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58]);
+    }
+}

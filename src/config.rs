@@ -1,0 +1,138 @@
+//! [`Config`] and [`Role`].
+
+/// Which end of the connection this is. Clients mask what they send and
+/// servers require masked frames (RFC 6455 section 5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The end that sent the upgrade request.
+    Client,
+    /// The end that accepted it.
+    Server,
+}
+
+/// Limits and buffer sizes of one connection.
+///
+/// Build it with [`Config::default`] and the by-value setters:
+///
+/// ```
+/// let config = lockgate::Config::default()
+///     .max_message_size(Some(1 << 20))
+///     .write_buffer_size(64 * 1024);
+/// assert_eq!(config.get_max_message_size(), Some(1 << 20));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    pub(crate) read_buffer_size: usize,
+    pub(crate) write_buffer_size: usize,
+    pub(crate) max_write_buffer_size: usize,
+    pub(crate) max_message_size: Option<usize>,
+    pub(crate) max_frame_size: Option<usize>,
+    pub(crate) accept_unmasked_frames: bool,
+}
+
+/// 64 MiB: the largest message accepted by default.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
+/// 16 MiB: the largest frame accepted by default.
+pub const DEFAULT_MAX_FRAME_SIZE: usize = 16 << 20;
+/// 72 MiB: room for one maximum-size message plus 8 MiB of smaller ones.
+pub const DEFAULT_MAX_WRITE_BUFFER_SIZE: usize = 72 << 20;
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            read_buffer_size: 8 * 1024,
+            write_buffer_size: 128 * 1024,
+            max_write_buffer_size: DEFAULT_MAX_WRITE_BUFFER_SIZE,
+            max_message_size: Some(DEFAULT_MAX_MESSAGE_SIZE),
+            max_frame_size: Some(DEFAULT_MAX_FRAME_SIZE),
+            accept_unmasked_frames: false,
+        }
+    }
+}
+
+impl Config {
+    /// How many bytes one socket read asks for. Default 8 KiB.
+    ///
+    /// Larger reads mean fewer syscalls for big messages; the buffer only
+    /// exists while bytes are pending, so an idle connection does not hold it.
+    pub fn read_buffer_size(mut self, bytes: usize) -> Self {
+        self.read_buffer_size = bytes.max(1);
+        self
+    }
+
+    /// The out-buffer level at which `write` starts writing to the socket
+    /// (without flushing). Default 128 KiB.
+    ///
+    /// Below it, `write` only encodes. `0` writes on every `write` call,
+    /// which still never flushes.
+    pub fn write_buffer_size(mut self, bytes: usize) -> Self {
+        self.write_buffer_size = bytes;
+        self
+    }
+
+    /// The most bytes the out buffer may hold. Default 72 MiB
+    /// ([`DEFAULT_MAX_WRITE_BUFFER_SIZE`]).
+    ///
+    /// A message that would take the buffer past it is refused with
+    /// [`Error::WriteBufferFull`](crate::Error::WriteBufferFull) and handed
+    /// back; pongs and close replies are exempt (they are small and bounded).
+    /// A message that is larger than this on its own is refused with
+    /// [`CapacityError::MessageTooLarge`](crate::CapacityError::MessageTooLarge).
+    pub fn max_write_buffer_size(mut self, bytes: usize) -> Self {
+        self.max_write_buffer_size = bytes;
+        self
+    }
+
+    /// The largest incoming message, summed over its fragments. Default
+    /// 64 MiB; `None` for no limit. Exceeding it fails the connection with
+    /// 1009 before the excess is buffered.
+    pub fn max_message_size(mut self, bytes: Option<usize>) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// The largest incoming frame payload. Default 16 MiB; `None` for no
+    /// limit. Checked on the header, before anything is allocated.
+    pub fn max_frame_size(mut self, bytes: Option<usize>) -> Self {
+        self.max_frame_size = bytes;
+        self
+    }
+
+    /// Lets a server accept unmasked frames from clients, which RFC 6455
+    /// forbids. Default `false`. Only for peers known to break the rule.
+    pub fn accept_unmasked_frames(mut self, accept: bool) -> Self {
+        self.accept_unmasked_frames = accept;
+        self
+    }
+
+    /// See [`Config::read_buffer_size`].
+    pub fn get_read_buffer_size(&self) -> usize {
+        self.read_buffer_size
+    }
+
+    /// See [`Config::write_buffer_size`].
+    pub fn get_write_buffer_size(&self) -> usize {
+        self.write_buffer_size
+    }
+
+    /// See [`Config::max_write_buffer_size`].
+    pub fn get_max_write_buffer_size(&self) -> usize {
+        self.max_write_buffer_size
+    }
+
+    /// See [`Config::max_message_size`].
+    pub fn get_max_message_size(&self) -> Option<usize> {
+        self.max_message_size
+    }
+
+    /// See [`Config::max_frame_size`].
+    pub fn get_max_frame_size(&self) -> Option<usize> {
+        self.max_frame_size
+    }
+
+    /// See [`Config::accept_unmasked_frames`].
+    pub fn get_accept_unmasked_frames(&self) -> bool {
+        self.accept_unmasked_frames
+    }
+}

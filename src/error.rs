@@ -1,0 +1,228 @@
+//! Errors, one enum per layer, gathered in [`Error`].
+
+use std::io;
+
+use crate::frame::{CloseCode, OpCode};
+use crate::message::Message;
+
+/// Everything that can go wrong on a WebSocket.
+///
+/// The variants a caller acts on most: [`Error::ConnectionClosed`] (the
+/// closing handshake finished; drop the connection),
+/// [`Error::WriteBufferFull`] (flush, then try the same message again) and
+/// [`Error::Io`] with [`io::ErrorKind::WouldBlock`] on non-blocking streams
+/// (call again once the socket is ready).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The closing handshake completed. Returned once by `read`; the
+    /// connection can be dropped.
+    #[error("connection closed normally")]
+    ConnectionClosed,
+    /// The connection was already closed (or failed) and this call cannot do
+    /// anything.
+    #[error("the connection is already closed")]
+    AlreadyClosed,
+    /// The underlying stream failed, or would block.
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+    /// The peer broke RFC 6455. The connection is failing: a close frame with
+    /// [`ProtocolError::close_code`] has been queued.
+    #[error("protocol error: {0}")]
+    Protocol(#[from] ProtocolError),
+    /// A size limit from [`Config`](crate::Config) was exceeded.
+    #[error("capacity exceeded: {0}")]
+    Capacity(#[from] CapacityError),
+    /// The message did not fit in the out buffer under
+    /// `max_write_buffer_size`. It is handed back exactly as given; nothing
+    /// of it was written. Flush, then write it again.
+    #[error("write buffer full")]
+    WriteBufferFull(Message),
+    /// The opening handshake failed.
+    #[error("handshake failed: {0}")]
+    Handshake(#[from] HandshakeError),
+}
+
+impl Error {
+    /// Whether this is an I/O "would block": the call can be repeated later
+    /// and nothing was lost.
+    pub fn is_would_block(&self) -> bool {
+        matches!(self, Error::Io(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// The close code the connection was (or will be) failed with, for
+    /// errors that fail the connection.
+    pub fn close_code(&self) -> Option<CloseCode> {
+        match self {
+            Error::Protocol(e) => Some(e.close_code()),
+            Error::Capacity(e) => Some(e.close_code()),
+            _ => None,
+        }
+    }
+}
+
+/// A violation of RFC 6455 by the peer (or, for the `Send*` variants, a
+/// misuse by the caller).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// A server received a frame without a mask.
+    #[error("client frame is not masked")]
+    UnmaskedFrameFromClient,
+    /// A client received a masked frame.
+    #[error("server frame is masked")]
+    MaskedFrameFromServer,
+    /// RSV1, RSV2 or RSV3 was set without an extension that defines it.
+    #[error("reserved bits set without a negotiated extension")]
+    NonZeroReservedBits,
+    /// An opcode the RFC reserves.
+    #[error("reserved opcode {0:#x}")]
+    ReservedOpCode(u8),
+    /// The 64-bit payload length had its most significant bit set.
+    #[error("payload length has the most significant bit set")]
+    InvalidPayloadLength,
+    /// A control frame without FIN.
+    #[error("fragmented control frame")]
+    FragmentedControlFrame,
+    /// A control frame longer than 125 bytes.
+    #[error("control frame of {0} bytes (at most 125)")]
+    ControlFrameTooLong(u64),
+    /// A continuation frame with no message to continue.
+    #[error("continuation frame without a message to continue")]
+    UnexpectedContinuation,
+    /// A new data frame arrived while a fragmented message was open.
+    #[error("{0} frame inside a fragmented message")]
+    ExpectedContinuation(OpCode),
+    /// A text message (or close reason) that is not UTF-8.
+    #[error("invalid UTF-8 in a text message")]
+    InvalidUtf8,
+    /// A close frame with a one-byte payload.
+    #[error("close frame with a 1-byte payload")]
+    InvalidClosePayload,
+    /// A close frame with a code that may not be sent on the wire.
+    #[error("invalid close code {0}")]
+    InvalidCloseCode(u16),
+    /// A close frame whose reason is not UTF-8.
+    #[error("close reason is not UTF-8")]
+    InvalidCloseReason,
+    /// The stream ended without a closing handshake.
+    #[error("connection reset without a closing handshake")]
+    ResetWithoutClosingHandshake,
+    /// The caller tried to send a data message after a close frame was sent.
+    #[error("sending after a close frame was sent")]
+    SendAfterClosing,
+    /// A data frame arrived after the peer's close frame.
+    #[error("frame received after the peer's close frame")]
+    ReceivedAfterClosing,
+}
+
+impl ProtocolError {
+    /// The close code this violation fails the connection with: 1007 for
+    /// bad UTF-8, 1002 for everything else.
+    pub fn close_code(&self) -> CloseCode {
+        match self {
+            ProtocolError::InvalidUtf8 | ProtocolError::InvalidCloseReason => CloseCode::Invalid,
+            _ => CloseCode::Protocol,
+        }
+    }
+}
+
+/// A configured size limit was exceeded. The connection fails with 1009.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CapacityError {
+    /// A frame announced a payload over `max_frame_size`. Nothing was
+    /// allocated for it.
+    #[error("frame of {size} bytes exceeds the limit of {max}")]
+    FrameTooLarge {
+        /// The announced payload length.
+        size: u64,
+        /// The configured limit.
+        max: usize,
+    },
+    /// A message (the sum of its fragments) over `max_message_size`.
+    #[error("message of at least {size} bytes exceeds the limit of {max}")]
+    MessageTooLarge {
+        /// The size reached when the limit was crossed.
+        size: u64,
+        /// The configured limit.
+        max: usize,
+    },
+}
+
+impl CapacityError {
+    /// Always [`CloseCode::Size`] (1009).
+    pub fn close_code(&self) -> CloseCode {
+        CloseCode::Size
+    }
+}
+
+/// Why an opening handshake failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandshakeError {
+    /// The HTTP message could not be parsed.
+    #[error("malformed HTTP: {0}")]
+    Parse(#[from] httparse::Error),
+    /// The request head is larger than the server accepts (431).
+    #[error("request head too large")]
+    HeadTooLarge,
+    /// The request is not a valid WebSocket upgrade (400).
+    #[error("bad upgrade request: {0}")]
+    BadRequest(&'static str),
+    /// The client asked for a WebSocket version other than 13 (426).
+    #[error("unsupported Sec-WebSocket-Version")]
+    UnsupportedVersion,
+    /// The server's callback refused the request with this response.
+    #[error("request rejected with status {}", .0.status())]
+    Rejected(Box<http::Response<Option<String>>>),
+    /// The server answered with something other than a valid 101.
+    #[error("unexpected response with status {}", .0.status())]
+    UnexpectedResponse(Box<http::Response<Option<Vec<u8>>>>),
+    /// The 101 response broke the protocol (missing headers, wrong accept
+    /// key, a subprotocol or extension that was not offered).
+    #[error("bad upgrade response: {0}")]
+    BadResponse(&'static str),
+    /// The URL or request cannot be used for a WebSocket connection.
+    #[error("bad request or URL: {0}")]
+    BadUrl(String),
+    /// The stream ended during the handshake.
+    #[error("stream ended during the handshake")]
+    UnexpectedEof,
+}
+
+impl HandshakeError {
+    /// The HTTP status a server answers this failure with.
+    pub fn status(&self) -> http::StatusCode {
+        match self {
+            HandshakeError::HeadTooLarge => http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            HandshakeError::UnsupportedVersion => http::StatusCode::UPGRADE_REQUIRED,
+            HandshakeError::Rejected(resp) => resp.status(),
+            _ => http::StatusCode::BAD_REQUEST,
+        }
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_stays_small() {
+        // Result<Message, Error> is on every read; keep the error no bigger
+        // than a message plus a tag.
+        assert!(std::mem::size_of::<Error>() <= 56, "{}", std::mem::size_of::<Error>());
+    }
+
+    #[test]
+    fn close_codes_follow_the_rfc() {
+        assert_eq!(ProtocolError::InvalidUtf8.close_code(), CloseCode::Invalid);
+        assert_eq!(ProtocolError::InvalidCloseReason.close_code(), CloseCode::Invalid);
+        assert_eq!(ProtocolError::ReservedOpCode(3).close_code(), CloseCode::Protocol);
+        let cap = CapacityError::MessageTooLarge { size: 2, max: 1 };
+        assert_eq!(Error::from(cap).close_code(), Some(CloseCode::Size));
+    }
+}

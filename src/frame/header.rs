@@ -1,0 +1,229 @@
+//! Frame headers (RFC 6455 section 5.2): parsing and encoding.
+
+use crate::error::ProtocolError;
+use crate::frame::OpCode;
+
+/// The longest header: 2 fixed bytes, 8 bytes of length, 4 bytes of mask.
+pub const MAX_HEADER_LEN: usize = 14;
+
+/// The fixed part of a frame, everything before the payload.
+///
+/// ```text
+///  0                   1                   2                   3
+///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+/// +-+-+-+-+-------+-+-------------+-------------------------------+
+/// |F|R|R|R| opcode|M| Payload len |    Extended payload length    |
+/// |I|S|S|S|  (4)  |A|     (7)     |             (16/64)           |
+/// |N|V|V|V|       |S|             |   (if payload len==126/127)   |
+/// | |1|2|3|       |K|             |                               |
+/// +-+-+-+-+-------+-+-------------+ - - - - - - - - - - - - - - - +
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    /// Whether this is the last frame of its message.
+    pub fin: bool,
+    /// Reserved bit 1 (permessage-deflate marks compressed messages with it).
+    pub rsv1: bool,
+    /// Reserved bit 2.
+    pub rsv2: bool,
+    /// Reserved bit 3.
+    pub rsv3: bool,
+    /// What the payload means.
+    pub opcode: OpCode,
+    /// The masking key; frames from clients carry one, frames from servers
+    /// do not.
+    pub mask: Option<[u8; 4]>,
+    /// The payload length in bytes.
+    pub payload_len: u64,
+}
+
+/// The outcome of [`FrameHeader::parse`] when the input is not (yet) wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum HeaderParse {
+    /// A whole header: the header and how many bytes it took.
+    Complete(FrameHeader, usize),
+    /// The input ends inside the header; nothing was consumed.
+    Partial,
+}
+
+impl FrameHeader {
+    /// A final, unmasked header with no reserved bits.
+    pub fn new(opcode: OpCode, payload_len: u64) -> Self {
+        Self {
+            fin: true,
+            rsv1: false,
+            rsv2: false,
+            rsv3: false,
+            opcode,
+            mask: None,
+            payload_len,
+        }
+    }
+
+    /// Parses a header from the start of `input` without consuming anything
+    /// or allocating.
+    ///
+    /// # Errors
+    ///
+    /// A reserved opcode, or a 64-bit length with its most significant bit
+    /// set (RFC 6455: "the most significant bit MUST be 0").
+    pub fn parse(input: &[u8]) -> Result<HeaderParse, ProtocolError> {
+        let Some(&first) = input.first() else {
+            return Ok(HeaderParse::Partial);
+        };
+        // Checked on the first byte so a bad frame fails without waiting.
+        let opcode = OpCode::from_u8(first & 0x0F).ok_or(ProtocolError::ReservedOpCode(first & 0x0F))?;
+        let Some(&second) = input.get(1) else {
+            return Ok(HeaderParse::Partial);
+        };
+        let masked = second & 0x80 != 0;
+        let (length_bytes, short_len) = match second & 0x7F {
+            126 => (2, None),
+            127 => (8, None),
+            n => (0, Some(u64::from(n))),
+        };
+        let header_len = 2 + length_bytes + if masked { 4 } else { 0 };
+        if input.len() < header_len {
+            return Ok(HeaderParse::Partial);
+        }
+        let payload_len = match short_len {
+            Some(n) => n,
+            None if length_bytes == 2 => u64::from(u16::from_be_bytes([input[2], input[3]])),
+            None => {
+                let len = u64::from_be_bytes(input[2..10].try_into().expect("8 length bytes"));
+                if len >> 63 != 0 {
+                    return Err(ProtocolError::InvalidPayloadLength);
+                }
+                len
+            }
+        };
+        let mask = masked.then(|| {
+            let at = 2 + length_bytes;
+            [input[at], input[at + 1], input[at + 2], input[at + 3]]
+        });
+        let header = FrameHeader {
+            fin: first & 0x80 != 0,
+            rsv1: first & 0x40 != 0,
+            rsv2: first & 0x20 != 0,
+            rsv3: first & 0x10 != 0,
+            opcode,
+            mask,
+            payload_len,
+        };
+        Ok(HeaderParse::Complete(header, header_len))
+    }
+
+    /// How many bytes [`FrameHeader::encode`] writes.
+    #[inline]
+    pub fn encoded_len(&self) -> usize {
+        encoded_header_len(self.payload_len, self.mask.is_some())
+    }
+
+    /// Writes the header into `out` using the shortest length form, and
+    /// returns how many bytes it used.
+    #[inline]
+    pub fn encode(&self, out: &mut [u8; MAX_HEADER_LEN]) -> usize {
+        out[0] = u8::from(self.fin) << 7
+            | u8::from(self.rsv1) << 6
+            | u8::from(self.rsv2) << 5
+            | u8::from(self.rsv3) << 4
+            | self.opcode.as_u8();
+        let mask_bit = if self.mask.is_some() { 0x80 } else { 0 };
+        let mut len = 2;
+        match self.payload_len {
+            n @ 0..=125 => out[1] = mask_bit | n as u8,
+            n @ 126..=0xFFFF => {
+                out[1] = mask_bit | 126;
+                out[2..4].copy_from_slice(&(n as u16).to_be_bytes());
+                len = 4;
+            }
+            n => {
+                out[1] = mask_bit | 127;
+                out[2..10].copy_from_slice(&n.to_be_bytes());
+                len = 10;
+            }
+        }
+        if let Some(mask) = self.mask {
+            out[len..len + 4].copy_from_slice(&mask);
+            len += 4;
+        }
+        len
+    }
+}
+
+/// The header length for a payload of `payload_len` bytes.
+#[inline]
+pub const fn encoded_header_len(payload_len: u64, masked: bool) -> usize {
+    let base = match payload_len {
+        0..=125 => 2,
+        126..=0xFFFF => 4,
+        _ => 10,
+    };
+    if masked { base + 4 } else { base }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(header: FrameHeader) {
+        let mut buf = [0u8; MAX_HEADER_LEN];
+        let n = header.encode(&mut buf);
+        assert_eq!(n, header.encoded_len());
+        assert_eq!(FrameHeader::parse(&buf[..n]), Ok(HeaderParse::Complete(header, n)));
+        for cut in 0..n {
+            assert_eq!(FrameHeader::parse(&buf[..cut]), Ok(HeaderParse::Partial), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn all_three_length_forms_round_trip_masked_and_not() {
+        for len in [0, 1, 125, 126, 127, 0xFFFF, 0x1_0000, u64::MAX >> 1] {
+            for mask in [None, Some([1, 2, 3, 4])] {
+                for opcode in [OpCode::Text, OpCode::Binary, OpCode::Continuation, OpCode::Ping] {
+                    let mut h = FrameHeader::new(opcode, len);
+                    h.mask = mask;
+                    h.fin = len % 2 == 0;
+                    h.rsv1 = len == 1;
+                    round_trip(h);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn uses_the_shortest_length_form() {
+        assert_eq!(encoded_header_len(125, false), 2);
+        assert_eq!(encoded_header_len(126, false), 4);
+        assert_eq!(encoded_header_len(65535, true), 8);
+        assert_eq!(encoded_header_len(65536, true), 14);
+    }
+
+    #[test]
+    fn rejects_length_with_most_significant_bit() {
+        let mut buf = [0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(FrameHeader::parse(&buf), Err(ProtocolError::InvalidPayloadLength));
+        buf[2] = 0x7F;
+        assert!(matches!(FrameHeader::parse(&buf), Ok(HeaderParse::Complete(..))));
+    }
+
+    #[test]
+    fn rejects_reserved_opcodes_from_the_first_byte() {
+        for op in [3u8, 7, 11, 15] {
+            assert_eq!(FrameHeader::parse(&[0x80 | op]), Err(ProtocolError::ReservedOpCode(op)));
+        }
+    }
+
+    #[test]
+    fn parses_rfc_examples() {
+        // Unmasked "Hello" and a masked one (RFC 6455 section 5.7).
+        let h = FrameHeader::parse(&[0x81, 0x05, b'H']).unwrap();
+        assert_eq!(h, HeaderParse::Complete(FrameHeader::new(OpCode::Text, 5), 2));
+        let masked = [0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f];
+        let HeaderParse::Complete(h, 6) = FrameHeader::parse(&masked).unwrap() else {
+            panic!("masked header");
+        };
+        assert_eq!(h.mask, Some([0x37, 0xfa, 0x21, 0x3d]));
+    }
+}

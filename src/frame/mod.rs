@@ -1,0 +1,11 @@
+//! The frame layer: pure functions over bytes, no state and no I/O.
+
+mod close_code;
+mod header;
+mod mask;
+mod opcode;
+
+pub use close_code::CloseCode;
+pub use header::{FrameHeader, HeaderParse, MAX_HEADER_LEN, encoded_header_len};
+pub use mask::{apply_mask, apply_mask_at};
+pub use opcode::OpCode;

@@ -1,0 +1,48 @@
+//! lockgate: WebSocket (RFC 6455) with a sans-IO core and explicit control
+//! of when bytes hit the wire.
+//!
+//! `write` queues, `flush` sends, `send` does both. The library flushes on
+//! its own only for protocol housekeeping the caller never asked for: the
+//! pong answering a ping and the reply to a close.
+//!
+//! ```
+//! use lockgate::{Config, Message, Role, WebSocket};
+//! use std::io::Cursor;
+//!
+//! // A server-side socket over an in-memory stream holding one masked
+//! // client frame: the text "Hello" (RFC 6455 section 5.7).
+//! let frame = vec![0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58];
+//! let mut ws = WebSocket::from_raw_socket(Cursor::new(frame), Role::Server, Config::default());
+//! assert_eq!(ws.read()?, Message::text("Hello"));
+//!
+//! // Replies are buffered until the caller flushes.
+//! ws.get_mut().get_mut().clear();
+//! ws.get_mut().set_position(0);
+//! ws.write(Message::text("Hi"))?;
+//! assert!(ws.get_ref().get_ref().is_empty());
+//! ws.flush()?;
+//! assert_eq!(ws.get_ref().get_ref(), &[0x81, 0x02, b'H', b'i']);
+//! # Ok::<(), lockgate::Error>(())
+//! ```
+
+pub mod codec;
+mod config;
+mod error;
+pub mod frame;
+// pub mod handshake;
+mod message;
+mod proto;
+mod utf8_bytes;
+mod websocket;
+
+pub use bytes::Bytes;
+pub use config::{
+    Config, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE, Role,
+};
+pub use error::{CapacityError, Error, HandshakeError, ProtocolError, Result};
+pub use frame::CloseCode;
+pub use http;
+pub use message::{CloseFrame, Message};
+pub use proto::WebSocketContext;
+pub use utf8_bytes::Utf8Bytes;
+pub use websocket::WebSocket;

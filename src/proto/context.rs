@@ -1,0 +1,495 @@
+//! [`WebSocketContext`]: the whole protocol, with no I/O.
+
+use std::io::IoSlice;
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use crate::codec::{FrameCodec, HeaderPoll};
+use crate::config::{Config, Role};
+use crate::error::{CapacityError, Error, ProtocolError, Result};
+use crate::frame::{FrameHeader, OpCode, encoded_header_len};
+use crate::message::{CloseFrame, Message};
+use crate::proto::close_payload::{encode_close, parse_close};
+use crate::proto::state::State;
+use crate::proto::utf8_stream::Utf8Stream;
+use crate::utf8_bytes::Utf8Bytes;
+
+/// The largest control frame payload (RFC 6455 section 5.5).
+const MAX_CONTROL_PAYLOAD: usize = 125;
+
+/// A data message arriving in fragments.
+#[derive(Debug)]
+struct Fragmented {
+    opcode: OpCode,
+    data: BytesMut,
+}
+
+/// One WebSocket connection's protocol state: bytes in, messages out;
+/// messages in, bytes out. It never touches a socket.
+///
+/// Drivers ([`WebSocket`](crate::WebSocket) and the tokio adapter) call it
+/// in this pattern; any driver written against this contract behaves the
+/// same way.
+///
+/// **Inputs**
+/// - [`input_spare`](Self::input_spare) + [`commit_input`](Self::commit_input)
+///   (read straight into the buffer) or [`feed`](Self::feed): received bytes.
+/// - [`on_eof`](Self::on_eof): the stream ended.
+///
+/// **Commands**
+/// - [`write`](Self::write): encode a message into the out buffer (never
+///   refused for lack of a flush; refused with
+///   [`Error::WriteBufferFull`] past `max_write_buffer_size`).
+/// - [`close`](Self::close): start the closing handshake.
+///
+/// **Outputs**
+/// - [`next_message`](Self::next_message): the next message parsed from the
+///   received bytes, `Ok(None)` when more bytes are needed.
+/// - [`prepare_output`](Self::prepare_output): call first on every
+///   read/write/flush: it moves a queued pong or close reply into the out
+///   buffer and marks a flush as owed.
+/// - [`output_chunks`](Self::output_chunks) / [`advance_output`](Self::advance_output):
+///   the pending bytes, consumed byte-accurately after each socket write.
+/// - [`flush_owed`](Self::flush_owed) / [`on_flushed`](Self::on_flushed): a
+///   pong or close reply is in the out buffer and the driver must flush the
+///   socket once the buffer is written; nothing else is ever flushed
+///   implicitly.
+#[derive(Debug)]
+pub struct WebSocketContext {
+    role: Role,
+    config: Config,
+    codec: FrameCodec,
+    state: State,
+    fragments: Option<Fragmented>,
+    /// Validates the text message currently arriving; `None` while the
+    /// current data message is binary.
+    text: Option<Utf8Stream>,
+    /// Only the newest unanswered ping is answered.
+    pending_pong: Option<Bytes>,
+    /// A close frame to send: our reply, or the failure of the connection.
+    pending_close: Option<Option<CloseFrame>>,
+    flush_owed: bool,
+}
+
+impl WebSocketContext {
+    /// A context for a connection whose opening handshake is done.
+    pub fn new(role: Role, config: Config) -> Self {
+        Self {
+            role,
+            config,
+            codec: FrameCodec::default(),
+            state: State::Active,
+            fragments: None,
+            text: None,
+            pending_pong: None,
+            pending_close: None,
+            flush_owed: false,
+        }
+    }
+
+    /// This end's role.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Replaces the configuration; limits apply from the next frame.
+    pub fn set_config(&mut self, config: Config) {
+        self.config = config;
+    }
+
+    // ----- inputs -----
+
+    /// Zeroed space to read socket bytes into. Always follow it with
+    /// [`commit_input`](Self::commit_input), with 0 if the read failed.
+    pub fn input_spare(&mut self) -> &mut [u8] {
+        self.codec.input.spare(self.config.read_buffer_size)
+    }
+
+    /// Keeps `n` bytes read into [`input_spare`](Self::input_spare).
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds the length of the space handed out.
+    pub fn commit_input(&mut self, n: usize) {
+        self.codec.input.commit(n);
+    }
+
+    /// Appends received bytes (copying them).
+    pub fn feed(&mut self, data: &[u8]) {
+        self.codec.input.extend(data);
+    }
+
+    /// Received bytes not yet turned into messages.
+    pub fn buffered_input(&self) -> usize {
+        self.codec.input.buffered()
+    }
+
+    /// The stream ended. Returns the error `read` reports:
+    /// [`Error::ConnectionClosed`] after a completed closing handshake,
+    /// [`ProtocolError::ResetWithoutClosingHandshake`] otherwise.
+    pub fn on_eof(&mut self) -> Error {
+        let state = std::mem::replace(&mut self.state, State::Terminated);
+        self.pending_pong = None;
+        match state {
+            State::CloseAcknowledged => Error::ConnectionClosed,
+            State::Terminated => Error::AlreadyClosed,
+            _ => Error::Protocol(ProtocolError::ResetWithoutClosingHandshake),
+        }
+    }
+
+    // ----- commands -----
+
+    /// Encodes `msg` into the out buffer. Never does I/O.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::WriteBufferFull`] with `msg` as given if it would take the
+    ///   out buffer past `max_write_buffer_size` (flush and retry).
+    /// - [`CapacityError::MessageTooLarge`] if it is larger than
+    ///   `max_write_buffer_size` on its own.
+    /// - [`ProtocolError::ControlFrameTooLong`] for a ping or pong over 125
+    ///   bytes.
+    /// - [`ProtocolError::SendAfterClosing`] after a close frame was sent or
+    ///   received; [`Error::AlreadyClosed`] once the connection is over.
+    pub fn write(&mut self, msg: Message) -> Result<()> {
+        let opcode = match &msg {
+            Message::Text(_) => OpCode::Text,
+            Message::Binary(_) => OpCode::Binary,
+            Message::Ping(_) => OpCode::Ping,
+            Message::Pong(_) => OpCode::Pong,
+            Message::Close(_) => {
+                let Message::Close(frame) = msg else { unreachable!() };
+                return self.close(frame);
+            }
+        };
+        match self.state {
+            State::Terminated => return Err(Error::AlreadyClosed),
+            s if !s.can_send_data() => return Err(ProtocolError::SendAfterClosing.into()),
+            _ => {}
+        }
+        let len = msg.len();
+        if opcode.is_control() && len > MAX_CONTROL_PAYLOAD {
+            return Err(ProtocolError::ControlFrameTooLong(len as u64).into());
+        }
+        let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
+        let max = self.config.max_write_buffer_size;
+        if encoded > max {
+            return Err(CapacityError::MessageTooLarge { size: encoded as u64, max }.into());
+        }
+        if self.codec.output.len() + encoded > max {
+            return Err(Error::WriteBufferFull(msg));
+        }
+        self.push_frame(opcode, msg.into_data());
+        Ok(())
+    }
+
+    /// Starts the closing handshake by queueing a close frame (never
+    /// refused for lack of room). Idempotent while closing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyClosed`] once the connection is over.
+    pub fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        match self.state {
+            State::Active => {
+                self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
+                self.state = State::ClosedByUs;
+                self.pending_pong = None;
+                Ok(())
+            }
+            // Our reply echoes the peer's code; it is already queued.
+            State::ClosedByPeer | State::ClosedByUs | State::CloseAcknowledged => Ok(()),
+            State::Terminated => Err(Error::AlreadyClosed),
+        }
+    }
+
+    // ----- outputs -----
+
+    /// Parses the next message from the received bytes; `Ok(None)` means
+    /// more bytes are needed (or, while closing, that the out buffer must be
+    /// drained first).
+    ///
+    /// Pings queue a pong and closes queue the reply; both are handed to
+    /// the caller too.
+    ///
+    /// # Errors
+    ///
+    /// A protocol or size violation fails the connection: the error is
+    /// returned once, a close frame with its
+    /// [`close_code`](Error::close_code) is queued, and later calls return
+    /// [`Error::AlreadyClosed`]. After a clean closing handshake and once
+    /// the out buffer is drained: [`Error::ConnectionClosed`] once, then
+    /// [`Error::AlreadyClosed`].
+    pub fn next_message(&mut self) -> Result<Option<Message>> {
+        match self.state {
+            State::Terminated => return Err(Error::AlreadyClosed),
+            State::ClosedByPeer | State::CloseAcknowledged => {
+                if self.pending_close.is_none() && self.codec.output.is_empty() && !self.flush_owed {
+                    self.state = State::Terminated;
+                    return Err(Error::ConnectionClosed);
+                }
+                return Ok(None);
+            }
+            State::Active | State::ClosedByUs => {}
+        }
+        self.read_frames().map_err(|e| self.fail(e))
+    }
+
+    /// Whether the connection still expects bytes from the peer.
+    pub fn wants_input(&self) -> bool {
+        self.state.can_receive()
+    }
+
+    /// Whether the closing handshake has completed or the connection failed.
+    pub fn is_terminated(&self) -> bool {
+        self.state == State::Terminated
+    }
+
+    /// Moves a queued pong and close frame into the out buffer (after any
+    /// data already there) and marks a flush as owed. Call it at the start of
+    /// every read, write and flush.
+    ///
+    /// While an earlier pong still sits unflushed in the out buffer, a newer
+    /// one stays queued (replacing older queued ones): a peer that pings
+    /// without reading cannot grow the buffer.
+    pub fn prepare_output(&mut self) {
+        if self.pending_close.is_some() && self.flush_owed {
+            // The close frame goes now; a pong may not follow it.
+            self.pending_pong = None;
+        }
+        if !self.flush_owed {
+            if let Some(payload) = self.pending_pong.take() {
+                if self.state.answers_pings() {
+                    self.push_frame(OpCode::Pong, payload);
+                    self.flush_owed = true;
+                }
+            }
+        }
+        if let Some(frame) = self.pending_close.take() {
+            self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
+            self.flush_owed = true;
+            if self.state == State::ClosedByPeer {
+                self.state = State::CloseAcknowledged;
+            }
+        }
+    }
+
+    /// Whether a pong or close frame is queued and not yet in the out buffer.
+    pub fn has_pending_system_frame(&self) -> bool {
+        self.pending_pong.is_some() || self.pending_close.is_some()
+    }
+
+    /// Whether the out buffer holds a pong or close frame the driver must
+    /// flush once it has written the buffer out.
+    pub fn flush_owed(&self) -> bool {
+        self.flush_owed
+    }
+
+    /// The driver wrote the whole out buffer and flushed the socket. If
+    /// [`has_pending_system_frame`](Self::has_pending_system_frame) is still
+    /// true, call [`prepare_output`](Self::prepare_output) and flush again.
+    pub fn on_flushed(&mut self) {
+        if self.codec.output.is_empty() {
+            self.flush_owed = false;
+        }
+    }
+
+    /// Bytes in the out buffer.
+    pub fn output_len(&self) -> usize {
+        self.codec.output.len()
+    }
+
+    /// Whether `write` has filled the out buffer to `write_buffer_size`, at
+    /// which point the driver writes it out (without flushing).
+    pub fn should_write_out(&self) -> bool {
+        !self.codec.output.is_empty() && self.codec.output.len() >= self.config.write_buffer_size
+    }
+
+    /// The first contiguous slice of pending output.
+    pub fn output_chunk(&self) -> &[u8] {
+        self.codec.output.chunk()
+    }
+
+    /// How many slices the pending output occupies.
+    pub fn output_chunk_count(&self) -> usize {
+        self.codec.output.chunk_count()
+    }
+
+    /// Fills `dst` with the pending output slices, for a vectored write;
+    /// returns how many were filled.
+    pub fn output_chunks<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+        self.codec.output.slices(dst)
+    }
+
+    /// The socket accepted `n` bytes of pending output.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`output_len`](Self::output_len).
+    pub fn advance_output(&mut self, n: usize) {
+        self.codec.output.advance(n);
+    }
+
+    // ----- internals -----
+
+    fn push_frame(&mut self, opcode: OpCode, payload: Bytes) {
+        let mut header = FrameHeader::new(opcode, payload.len() as u64);
+        if self.role == Role::Client {
+            header.mask = Some(rand::random());
+        }
+        self.codec.output.push_frame(&header, payload);
+    }
+
+    /// Fails the connection for `error`: queue the close frame its code
+    /// calls for (unless we already sent one) and stop reading.
+    fn fail(&mut self, error: Error) -> Error {
+        if let Some(code) = error.close_code() {
+            if self.state == State::Active {
+                self.pending_close = Some(Some(CloseFrame::new(code, "")));
+            }
+            self.pending_pong = None;
+            self.state = State::Terminated;
+        }
+        error
+    }
+
+    fn read_frames(&mut self) -> Result<Option<Message>> {
+        loop {
+            let header = match self.codec.input.poll_header()? {
+                HeaderPoll::NeedMore => return Ok(None),
+                HeaderPoll::Continuing(header) => header,
+                HeaderPoll::New(header) => {
+                    self.check_header(&header)?;
+                    self.codec.input.reserve_payload();
+                    header
+                }
+            };
+            let fresh = self.codec.input.unmask_new();
+            if !header.opcode.is_control() {
+                if let Some(text) = self.text.as_mut() {
+                    // Fail fast: check text as it arrives, not when it ends.
+                    text.feed(&self.codec.input.payload_so_far()[fresh])
+                        .map_err(|_| ProtocolError::InvalidUtf8)?;
+                }
+            }
+            let Some((header, payload)) = self.codec.input.take_frame() else {
+                return Ok(None);
+            };
+            if let Some(msg) = self.on_frame(header, payload)? {
+                return Ok(Some(msg));
+            }
+        }
+    }
+
+    /// Enforces what RFC 6455 requires of a receiver before a byte of the
+    /// payload is buffered.
+    fn check_header(&mut self, header: &FrameHeader) -> Result<()> {
+        // 5.2: "MUST be 0 unless an extension is negotiated that defines
+        // meanings for non-zero values."
+        if header.rsv1 || header.rsv2 || header.rsv3 {
+            return Err(ProtocolError::NonZeroReservedBits.into());
+        }
+        // 5.1: "a server MUST close the connection upon receiving a frame
+        // that is not masked" / "a client MUST close a connection if it
+        // detects a masked frame."
+        match (self.role, header.mask) {
+            (Role::Server, None) if !self.config.accept_unmasked_frames => {
+                return Err(ProtocolError::UnmaskedFrameFromClient.into());
+            }
+            (Role::Client, Some(_)) => return Err(ProtocolError::MaskedFrameFromServer.into()),
+            _ => {}
+        }
+        if header.opcode.is_control() {
+            // 5.5: "All control frames MUST have a payload length of 125
+            // bytes or less and MUST NOT be fragmented."
+            if !header.fin {
+                return Err(ProtocolError::FragmentedControlFrame.into());
+            }
+            if header.payload_len > MAX_CONTROL_PAYLOAD as u64 {
+                return Err(ProtocolError::ControlFrameTooLong(header.payload_len).into());
+            }
+            return Ok(());
+        }
+        let so_far = match (header.opcode, &self.fragments) {
+            (OpCode::Continuation, None) => return Err(ProtocolError::UnexpectedContinuation.into()),
+            (OpCode::Continuation, Some(f)) => f.data.len() as u64,
+            (opcode, Some(_)) => return Err(ProtocolError::ExpectedContinuation(opcode).into()),
+            (_, None) => 0,
+        };
+        if let Some(max) = self.config.max_frame_size {
+            if header.payload_len > max as u64 {
+                return Err(CapacityError::FrameTooLarge { size: header.payload_len, max }.into());
+            }
+        }
+        if let Some(max) = self.config.max_message_size {
+            let size = so_far.saturating_add(header.payload_len);
+            if size > max as u64 {
+                return Err(CapacityError::MessageTooLarge { size, max }.into());
+            }
+        }
+        match header.opcode {
+            OpCode::Text => self.text = Some(Utf8Stream::default()),
+            OpCode::Binary => self.text = None,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Option<Message>> {
+        let msg = match header.opcode {
+            OpCode::Text | OpCode::Binary if header.fin => self.complete(header.opcode, payload)?,
+            OpCode::Text | OpCode::Binary => {
+                let mut data = BytesMut::with_capacity(payload.len());
+                data.extend_from_slice(&payload);
+                self.fragments = Some(Fragmented { opcode: header.opcode, data });
+                return Ok(None);
+            }
+            OpCode::Continuation => {
+                let fragments = self.fragments.as_mut().expect("checked with the header");
+                fragments.data.extend_from_slice(&payload);
+                if !header.fin {
+                    return Ok(None);
+                }
+                let Fragmented { opcode, data } = self.fragments.take().expect("present");
+                self.complete(opcode, data.freeze())?
+            }
+            OpCode::Ping => {
+                if self.state.answers_pings() {
+                    self.pending_pong = Some(payload.clone());
+                }
+                Message::Ping(payload)
+            }
+            OpCode::Pong => Message::Pong(payload),
+            OpCode::Close => {
+                let frame = parse_close(payload)?;
+                match self.state {
+                    State::Active => {
+                        // Echo the code; a reply to a close without one is
+                        // empty too.
+                        let reply = frame.as_ref().map(|f| CloseFrame::new(f.code, ""));
+                        self.pending_close = Some(reply);
+                        self.state = State::ClosedByPeer;
+                    }
+                    _ => self.state = State::CloseAcknowledged,
+                }
+                Message::Close(frame)
+            }
+        };
+        Ok(Some(msg))
+    }
+
+    fn complete(&mut self, opcode: OpCode, payload: Bytes) -> Result<Message> {
+        if opcode == OpCode::Binary {
+            return Ok(Message::Binary(payload));
+        }
+        let mut text = self.text.take().expect("text frames start a validator");
+        text.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
+        Ok(Message::Text(Utf8Bytes::from_validated(payload)))
+    }
+}
+

@@ -1,0 +1,9 @@
+//! The protocol layer: message assembly, validation, control frames and the
+//! closing handshake. Sans-IO: bytes in, messages out; messages in, bytes out.
+
+mod close_payload;
+mod context;
+mod state;
+mod utf8_stream;
+
+pub use context::WebSocketContext;

@@ -1,0 +1,280 @@
+//! Shared test support: a scripted, fault-injecting, counting mock stream,
+//! an in-memory client/server pipe, and frame builders/parsers.
+//!
+//! Each integration test file uses `mod support;`; not every file uses every
+//! helper.
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io::{self, IoSlice, Read, Write};
+use std::rc::Rc;
+
+use lockgate::frame::{FrameHeader, HeaderParse, MAX_HEADER_LEN, OpCode, apply_mask};
+use lockgate::{Config, Role, WebSocket};
+
+/// What the mock does on one `read` call.
+#[derive(Debug, Clone)]
+pub enum ReadStep {
+    /// Hand out these bytes (over several calls if the caller's buffer is
+    /// smaller).
+    Data(Vec<u8>),
+    WouldBlock,
+    Interrupted,
+    /// Return `Ok(0)`.
+    Eof,
+    /// Fail with `ConnectionReset`.
+    Reset,
+}
+
+/// What the mock does on one `write`/`write_vectored` call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteStep {
+    /// Accept at most this many bytes.
+    Accept(usize),
+    WouldBlock,
+    Interrupted,
+    Reset,
+}
+
+/// What the mock does on one `flush` call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushStep {
+    Ok,
+    WouldBlock,
+    Interrupted,
+}
+
+/// A stream that plays a script and records everything.
+///
+/// Reads: the `reads` script, then `WouldBlock` forever (so a test cannot
+/// hang). Writes and flushes: the scripts, then accept everything.
+#[derive(Debug, Default)]
+pub struct MockStream {
+    pub reads: VecDeque<ReadStep>,
+    pub writes: VecDeque<WriteStep>,
+    pub flushes: VecDeque<FlushStep>,
+    /// Every byte accepted by a write, in order.
+    pub written: Vec<u8>,
+    /// How many bytes of `written` existed at each successful flush.
+    pub flushed_at: Vec<usize>,
+    /// Calls to `write` or `write_vectored` that accepted bytes.
+    pub write_calls: usize,
+    /// Calls to `flush` that succeeded.
+    pub flush_calls: usize,
+    /// Calls to `read`.
+    pub read_calls: usize,
+    /// While set, every write fails with `WouldBlock`.
+    pub write_blocked: bool,
+    /// Optional simulated cost per write and per flush (busy-wait, benches).
+    pub write_cost: Option<std::time::Duration>,
+    pub flush_cost: Option<std::time::Duration>,
+}
+
+impl MockStream {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A stream whose reads yield `bytes` in one piece.
+    pub fn with_input(bytes: Vec<u8>) -> Self {
+        let mut s = Self::default();
+        s.reads.push_back(ReadStep::Data(bytes));
+        s
+    }
+
+    /// Queues bytes to be read.
+    pub fn push_input(&mut self, bytes: Vec<u8>) {
+        self.reads.push_back(ReadStep::Data(bytes));
+    }
+
+    /// Bytes written since the last successful flush.
+    pub fn unflushed(&self) -> usize {
+        self.written.len() - self.flushed_at.last().copied().unwrap_or(0)
+    }
+
+    fn next_write(&mut self) -> io::Result<usize> {
+        if self.write_blocked {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        match self.writes.pop_front().unwrap_or(WriteStep::Accept(usize::MAX)) {
+            WriteStep::Accept(n) => Ok(n),
+            WriteStep::WouldBlock => Err(io::ErrorKind::WouldBlock.into()),
+            WriteStep::Interrupted => Err(io::ErrorKind::Interrupted.into()),
+            WriteStep::Reset => Err(io::ErrorKind::ConnectionReset.into()),
+        }
+    }
+}
+
+fn spin(cost: Option<std::time::Duration>) {
+    if let Some(cost) = cost {
+        let start = std::time::Instant::now();
+        while start.elapsed() < cost {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+impl Read for MockStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_calls += 1;
+        match self.reads.pop_front() {
+            None | Some(ReadStep::WouldBlock) => Err(io::ErrorKind::WouldBlock.into()),
+            Some(ReadStep::Interrupted) => Err(io::ErrorKind::Interrupted.into()),
+            Some(ReadStep::Eof) => Ok(0),
+            Some(ReadStep::Reset) => Err(io::ErrorKind::ConnectionReset.into()),
+            Some(ReadStep::Data(mut data)) => {
+                let n = data.len().min(buf.len());
+                buf[..n].copy_from_slice(&data[..n]);
+                if n < data.len() {
+                    self.reads.push_front(ReadStep::Data(data.split_off(n)));
+                }
+                Ok(n)
+            }
+        }
+    }
+}
+
+impl Write for MockStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_vectored(&[IoSlice::new(buf)])
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let mut limit = self.next_write()?;
+        spin(self.write_cost);
+        let mut n = 0;
+        for buf in bufs {
+            let take = buf.len().min(limit);
+            self.written.extend_from_slice(&buf[..take]);
+            n += take;
+            limit -= take;
+            if limit == 0 {
+                break;
+            }
+        }
+        self.write_calls += 1;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self.flushes.pop_front().unwrap_or(FlushStep::Ok) {
+            FlushStep::Ok => {
+                spin(self.flush_cost);
+                self.flush_calls += 1;
+                self.flushed_at.push(self.written.len());
+                Ok(())
+            }
+            FlushStep::WouldBlock => Err(io::ErrorKind::WouldBlock.into()),
+            FlushStep::Interrupted => Err(io::ErrorKind::Interrupted.into()),
+        }
+    }
+}
+
+/// One direction of an in-memory pipe.
+type Lane = Rc<RefCell<VecDeque<u8>>>;
+
+/// One end of an in-memory, non-blocking duplex pipe.
+#[derive(Debug, Clone)]
+pub struct PipeEnd {
+    incoming: Lane,
+    outgoing: Lane,
+    /// The most bytes one read may return.
+    pub read_chunk: usize,
+}
+
+impl Read for PipeEnd {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut incoming = self.incoming.borrow_mut();
+        if incoming.is_empty() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = buf.len().min(incoming.len()).min(self.read_chunk);
+        for (slot, byte) in buf.iter_mut().zip(incoming.drain(..n)) {
+            *slot = byte;
+        }
+        Ok(n)
+    }
+}
+
+impl Write for PipeEnd {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.outgoing.borrow_mut().extend(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A connected client and server over an in-memory pipe.
+pub fn pair(config: Config) -> (WebSocket<PipeEnd>, WebSocket<PipeEnd>) {
+    let a: Lane = Rc::default();
+    let b: Lane = Rc::default();
+    let client = PipeEnd { incoming: a.clone(), outgoing: b.clone(), read_chunk: usize::MAX };
+    let server = PipeEnd { incoming: b, outgoing: a, read_chunk: usize::MAX };
+    (
+        WebSocket::from_raw_socket(client, Role::Client, config),
+        WebSocket::from_raw_socket(server, Role::Server, config),
+    )
+}
+
+/// Encodes one frame; `mask` makes it a client frame.
+pub fn frame(fin: bool, opcode: OpCode, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
+    let mut header = FrameHeader::new(opcode, payload.len() as u64);
+    header.fin = fin;
+    header.mask = mask;
+    let mut head = [0; MAX_HEADER_LEN];
+    let n = header.encode(&mut head);
+    let mut wire = head[..n].to_vec();
+    let mut body = payload.to_vec();
+    if let Some(mask) = mask {
+        apply_mask(&mut body, mask);
+    }
+    wire.extend_from_slice(&body);
+    wire
+}
+
+/// A complete masked frame, as a client sends it.
+pub fn client_frame(opcode: OpCode, payload: &[u8]) -> Vec<u8> {
+    frame(true, opcode, payload, Some([0x12, 0x34, 0x56, 0x78]))
+}
+
+/// A complete unmasked frame, as a server sends it.
+pub fn server_frame(opcode: OpCode, payload: &[u8]) -> Vec<u8> {
+    frame(true, opcode, payload, None)
+}
+
+/// A parsed frame from written bytes, payload unmasked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireFrame {
+    pub header: FrameHeader,
+    pub payload: Vec<u8>,
+}
+
+impl WireFrame {
+    /// The close code of a close frame, if it has one.
+    pub fn close_code(&self) -> Option<u16> {
+        (self.header.opcode == OpCode::Close && self.payload.len() >= 2)
+            .then(|| u16::from_be_bytes([self.payload[0], self.payload[1]]))
+    }
+}
+
+/// Parses every frame in `wire`; panics on a malformed or truncated frame.
+pub fn parse_frames(mut wire: &[u8]) -> Vec<WireFrame> {
+    let mut frames = Vec::new();
+    while !wire.is_empty() {
+        let HeaderParse::Complete(header, head_len) = FrameHeader::parse(wire).expect("valid header") else {
+            panic!("truncated header in output");
+        };
+        let end = head_len + header.payload_len as usize;
+        assert!(wire.len() >= end, "truncated payload in output");
+        let mut payload = wire[head_len..end].to_vec();
+        if let Some(mask) = header.mask {
+            apply_mask(&mut payload, mask);
+        }
+        frames.push(WireFrame { header, payload });
+        wire = &wire[end..];
+    }
+    frames
+}
