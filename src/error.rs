@@ -176,6 +176,13 @@ pub enum HandshakeError {
     /// The server's callback refused the request with this response.
     #[error("request rejected with status {}", .0.status())]
     Rejected(Box<http::Response<Option<String>>>),
+    /// The server's callback returned a response that would break the
+    /// handshake: a status other than 101, a changed `Connection`, `Upgrade`
+    /// or `Sec-WebSocket-Accept`, a subprotocol the client did not offer, or
+    /// a `Sec-WebSocket-Extensions` lockgate did not negotiate. A bug in the
+    /// server (500).
+    #[error("invalid response from the handshake callback: {0}")]
+    InvalidCallbackResponse(&'static str),
     /// The server answered with something other than a valid 101.
     #[error("unexpected response with status {}", .0.status())]
     UnexpectedResponse(Box<http::Response<Option<Vec<u8>>>>),
@@ -198,6 +205,7 @@ impl HandshakeError {
             HandshakeError::HeadTooLarge => http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             HandshakeError::UnsupportedVersion => http::StatusCode::UPGRADE_REQUIRED,
             HandshakeError::Rejected(resp) => resp.status(),
+            HandshakeError::InvalidCallbackResponse(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
             _ => http::StatusCode::BAD_REQUEST,
         }
     }
@@ -214,14 +222,24 @@ mod tests {
     fn error_stays_small() {
         // Result<Message, Error> is on every read; keep the error no bigger
         // than a message plus a tag.
-        assert!(std::mem::size_of::<Error>() <= 56, "{}", std::mem::size_of::<Error>());
+        assert!(
+            std::mem::size_of::<Error>() <= 56,
+            "{}",
+            std::mem::size_of::<Error>()
+        );
     }
 
     #[test]
     fn close_codes_follow_the_rfc() {
         assert_eq!(ProtocolError::InvalidUtf8.close_code(), CloseCode::Invalid);
-        assert_eq!(ProtocolError::InvalidCloseReason.close_code(), CloseCode::Invalid);
-        assert_eq!(ProtocolError::ReservedOpCode(3).close_code(), CloseCode::Protocol);
+        assert_eq!(
+            ProtocolError::InvalidCloseReason.close_code(),
+            CloseCode::Invalid
+        );
+        assert_eq!(
+            ProtocolError::ReservedOpCode(3).close_code(),
+            CloseCode::Protocol
+        );
         let cap = CapacityError::MessageTooLarge { size: 2, max: 1 };
         assert_eq!(Error::from(cap).close_code(), Some(CloseCode::Size));
     }

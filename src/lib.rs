@@ -27,9 +27,10 @@
 
 pub mod codec;
 mod config;
+mod connect;
 mod error;
 pub mod frame;
-// pub mod handshake;
+pub mod handshake;
 mod message;
 mod proto;
 mod utf8_bytes;
@@ -38,6 +39,10 @@ mod websocket;
 pub use bytes::Bytes;
 pub use config::{
     Config, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE, Role,
+};
+pub use connect::{
+    accept, accept_hdr, accept_hdr_with_config, accept_with_config, client, client_with_config,
+    connect, connect_with_config,
 };
 pub use error::{CapacityError, Error, HandshakeError, ProtocolError, Result};
 pub use frame::CloseCode;

@@ -19,7 +19,10 @@ pub struct CloseFrame {
 impl CloseFrame {
     /// A close frame with `code` and `reason`.
     pub fn new(code: CloseCode, reason: impl Into<Utf8Bytes>) -> Self {
-        Self { code, reason: reason.into() }
+        Self {
+            code,
+            reason: reason.into(),
+        }
     }
 }
 

@@ -111,7 +111,11 @@ fn reads_survive_would_block_and_interrupted_between_every_byte() {
     let mut stream = MockStream::new();
     for (i, byte) in wire.iter().enumerate() {
         stream.reads.push_back(ReadStep::Data(vec![*byte]));
-        stream.reads.push_back(if i % 2 == 0 { ReadStep::WouldBlock } else { ReadStep::Interrupted });
+        stream.reads.push_back(if i % 2 == 0 {
+            ReadStep::WouldBlock
+        } else {
+            ReadStep::Interrupted
+        });
     }
     stream.reads.push_back(ReadStep::WouldBlock);
     let mut ws = WebSocket::from_raw_socket(stream, Role::Server, Config::default());

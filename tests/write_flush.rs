@@ -16,9 +16,14 @@ fn hundred_thousand_writes_then_one_flush_cost_one_socket_flush() {
     for role in [Role::Server, Role::Client] {
         let mut ws = WebSocket::from_raw_socket(MockStream::new(), role, Config::default());
         for i in 0..100_000u32 {
-            ws.write(Message::text(format!("message number {i}"))).unwrap();
+            ws.write(Message::text(format!("message number {i}")))
+                .unwrap();
         }
-        assert_eq!(ws.get_ref().flush_calls, 0, "{role:?}: write must never flush");
+        assert_eq!(
+            ws.get_ref().flush_calls,
+            0,
+            "{role:?}: write must never flush"
+        );
         ws.flush().unwrap();
         let stream = ws.get_ref();
         assert_eq!(stream.flush_calls, 1, "{role:?}");
@@ -27,7 +32,11 @@ fn hundred_thousand_writes_then_one_flush_cost_one_socket_flush() {
         assert_eq!(frames[99_999].payload, b"message number 99999");
         assert_eq!(frames[0].header.mask.is_some(), role == Role::Client);
         // Writes happen in write_buffer_size batches, not per message.
-        assert!(stream.write_calls < 100, "{role:?}: {} write calls", stream.write_calls);
+        assert!(
+            stream.write_calls < 100,
+            "{role:?}: {} write calls",
+            stream.write_calls
+        );
     }
 }
 
@@ -41,14 +50,23 @@ fn write_touches_the_socket_only_at_write_buffer_size() {
     }
     assert_eq!(ws.get_ref().write_calls, 0);
     ws.write(msg.clone()).unwrap();
-    assert_eq!(ws.get_ref().write_calls, 1, "the tenth message fills the buffer");
+    assert_eq!(
+        ws.get_ref().write_calls,
+        1,
+        "the tenth message fills the buffer"
+    );
     assert_eq!(ws.get_ref().written.len(), 1000);
     assert_eq!(ws.get_ref().flush_calls, 0, "writing out is not flushing");
 }
 
 #[test]
 fn a_message_with_a_body_goes_out_in_one_write_call() {
-    for (role, len) in [(Role::Server, 10), (Role::Server, 70_000), (Role::Client, 70_000), (Role::Server, 1 << 20)] {
+    for (role, len) in [
+        (Role::Server, 10),
+        (Role::Server, 70_000),
+        (Role::Client, 70_000),
+        (Role::Server, 1 << 20),
+    ] {
         let mut ws = WebSocket::from_raw_socket(MockStream::new(), role, Config::default());
         ws.send(Message::binary(vec![7u8; len])).unwrap();
         let stream = ws.get_ref();
@@ -62,7 +80,9 @@ fn a_message_with_a_body_goes_out_in_one_write_call() {
 
 #[test]
 fn write_buffer_full_hands_back_the_message_as_given_and_the_connection_survives() {
-    let config = Config::default().write_buffer_size(usize::MAX).max_write_buffer_size(1000);
+    let config = Config::default()
+        .write_buffer_size(usize::MAX)
+        .max_write_buffer_size(1000);
     let mut ws = WebSocket::from_raw_socket(MockStream::new(), Role::Server, config);
     let filler = Message::binary(vec![1u8; 500]);
     ws.write(filler.clone()).unwrap();
@@ -71,7 +91,11 @@ fn write_buffer_full_hands_back_the_message_as_given_and_the_connection_survives
         Err(Error::WriteBufferFull(returned)) => assert_eq!(returned, big),
         other => panic!("expected WriteBufferFull, got {other:?}"),
     }
-    assert_eq!(ws.buffered_output(), 504, "nothing of the refused message was buffered");
+    assert_eq!(
+        ws.buffered_output(),
+        504,
+        "nothing of the refused message was buffered"
+    );
     ws.flush().unwrap();
     ws.send(big.clone()).unwrap();
     let frames = parse_frames(&ws.get_ref().written);
@@ -100,7 +124,10 @@ fn pong_is_flushed_on_the_next_read_even_behind_unflushed_data() {
     assert_eq!(stream.flush_calls, 1, "read sent the pong before returning");
     let frames = parse_frames(&stream.written);
     assert_eq!(frames.len(), 2);
-    assert_eq!(frames[0].payload, b"queued", "data ahead of the pong keeps its place");
+    assert_eq!(
+        frames[0].payload, b"queued",
+        "data ahead of the pong keeps its place"
+    );
     assert_eq!(frames[1].header.opcode, OpCode::Pong);
     assert_eq!(frames[1].payload, b"are you there");
 }
@@ -116,11 +143,17 @@ fn only_the_newest_unsent_pong_is_kept() {
     for i in 0..100u8 {
         assert_eq!(ws.read().unwrap(), Message::Ping(vec![i].into()));
     }
-    assert!(ws.buffered_output() < 10, "a ping flood must not grow the out buffer");
+    assert!(
+        ws.buffered_output() < 10,
+        "a ping flood must not grow the out buffer"
+    );
     ws.get_mut().write_blocked = false;
     ws.flush().unwrap();
     let frames = parse_frames(&ws.get_ref().written);
-    let pongs: Vec<_> = frames.iter().map(|f| (f.header.opcode, f.payload.clone())).collect();
+    let pongs: Vec<_> = frames
+        .iter()
+        .map(|f| (f.header.opcode, f.payload.clone()))
+        .collect();
     // The first pong was already in the out buffer; of the rest only the
     // newest is answered.
     assert_eq!(pongs, [(OpCode::Pong, vec![0]), (OpCode::Pong, vec![99])]);
@@ -134,7 +167,11 @@ fn a_ping_read_while_writes_block_gets_its_pong_out_first_thing_after_unblocking
     ws.write(Message::text("user data")).unwrap();
     assert!(ws.flush().unwrap_err().is_would_block());
     ws.get_mut().push_input(client_frame(OpCode::Ping, b"p"));
-    assert_eq!(ws.read().unwrap(), Message::Ping("p".into()), "a blocked write does not fail the read");
+    assert_eq!(
+        ws.read().unwrap(),
+        Message::Ping("p".into()),
+        "a blocked write does not fail the read"
+    );
     assert_eq!(ws.get_ref().written.len(), 0);
     ws.get_mut().write_blocked = false;
     // The next call of any kind (here: a read with nothing to read) writes
@@ -143,7 +180,10 @@ fn a_ping_read_while_writes_block_gets_its_pong_out_first_thing_after_unblocking
     let stream = ws.get_ref();
     assert_eq!(stream.flush_calls, 1);
     let frames = parse_frames(&stream.written);
-    assert_eq!(frames.iter().map(|f| f.header.opcode).collect::<Vec<_>>(), [OpCode::Text, OpCode::Pong]);
+    assert_eq!(
+        frames.iter().map(|f| f.header.opcode).collect::<Vec<_>>(),
+        [OpCode::Text, OpCode::Pong]
+    );
 }
 
 #[test]
@@ -158,7 +198,11 @@ fn pong_is_flushed_by_the_next_write_too() {
     let stream = ws.get_ref();
     assert_eq!(stream.flush_calls, 1, "the owed pong is flushed by write");
     let frames = parse_frames(&stream.written);
-    assert_eq!(frames[0].header.opcode, OpCode::Pong, "the pong goes ahead of the new message");
+    assert_eq!(
+        frames[0].header.opcode,
+        OpCode::Pong,
+        "the pong goes ahead of the new message"
+    );
 }
 
 #[test]
@@ -179,13 +223,22 @@ fn reading_without_pings_never_writes_or_flushes() {
 #[test]
 fn interrupted_and_would_block_flushes_are_retried_without_loss() {
     let mut stream = MockStream::new();
-    stream.flushes.extend([FlushStep::Interrupted, FlushStep::WouldBlock]);
-    stream.writes.extend([WriteStep::Interrupted, WriteStep::Accept(3), WriteStep::WouldBlock]);
+    stream
+        .flushes
+        .extend([FlushStep::Interrupted, FlushStep::WouldBlock]);
+    stream.writes.extend([
+        WriteStep::Interrupted,
+        WriteStep::Accept(3),
+        WriteStep::WouldBlock,
+    ]);
     let mut ws = server(stream);
     ws.write(Message::text("hello world")).unwrap();
     assert!(ws.flush().unwrap_err().is_would_block());
     assert_eq!(ws.get_ref().written.len(), 3);
-    assert!(ws.flush().unwrap_err().is_would_block(), "the flush itself would block");
+    assert!(
+        ws.flush().unwrap_err().is_would_block(),
+        "the flush itself would block"
+    );
     ws.flush().unwrap();
     let frames = parse_frames(&ws.get_ref().written);
     assert_eq!(frames.len(), 1);
@@ -199,5 +252,11 @@ fn read_eof_in_the_middle_is_a_reset_not_a_hang() {
     stream.reads.push_back(ReadStep::Eof);
     let mut ws = server(stream);
     let err = ws.read().unwrap_err();
-    assert!(matches!(err, Error::Protocol(lockgate::ProtocolError::ResetWithoutClosingHandshake)), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::Protocol(lockgate::ProtocolError::ResetWithoutClosingHandshake)
+        ),
+        "{err:?}"
+    );
 }

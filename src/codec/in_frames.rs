@@ -87,7 +87,10 @@ impl InFrames {
     ///
     /// If `n` is larger than that space.
     pub fn commit(&mut self, n: usize) {
-        assert!(n <= self.spare_len, "committed more bytes than were read into");
+        assert!(
+            n <= self.spare_len,
+            "committed more bytes than were read into"
+        );
         let len = self.buf.len() - self.spare_len + n;
         self.spare_len = 0;
         self.buf.truncate(len);
@@ -110,7 +113,10 @@ impl InFrames {
             HeaderParse::Partial => Ok(HeaderPoll::NeedMore),
             HeaderParse::Complete(header, len) => {
                 let _ = self.buf.split_to(len);
-                self.current = Some(InFrame { header, unmasked: 0 });
+                self.current = Some(InFrame {
+                    header,
+                    unmasked: 0,
+                });
                 Ok(HeaderPoll::New(header))
             }
         }

@@ -168,9 +168,13 @@ mod tests {
         let big = Bytes::from(vec![7u8; ZERO_COPY_MIN + 3]);
         let mut expected = Vec::new();
         let mut out = OutBuffer::default();
-        for (i, payload) in [Bytes::from_static(b"one"), big.clone(), Bytes::from_static(b"three")]
-            .into_iter()
-            .enumerate()
+        for (i, payload) in [
+            Bytes::from_static(b"one"),
+            big.clone(),
+            Bytes::from_static(b"three"),
+        ]
+        .into_iter()
+        .enumerate()
         {
             let header = FrameHeader::new(OpCode::Binary, payload.len() as u64);
             let mut head = [0; MAX_HEADER_LEN];
@@ -183,8 +187,15 @@ mod tests {
         assert_eq!(out.chunk_count(), 3);
         for step in [1, 2, 7, 1000, usize::MAX] {
             let mut copy = OutBuffer::default();
-            for payload in [Bytes::from_static(b"one"), big.clone(), Bytes::from_static(b"three")] {
-                copy.push_frame(&FrameHeader::new(OpCode::Binary, payload.len() as u64), payload);
+            for payload in [
+                Bytes::from_static(b"one"),
+                big.clone(),
+                Bytes::from_static(b"three"),
+            ] {
+                copy.push_frame(
+                    &FrameHeader::new(OpCode::Binary, payload.len() as u64),
+                    payload,
+                );
             }
             assert_eq!(drain_in_steps(&mut copy, step), expected, "step {step}");
             assert!(copy.is_empty());
@@ -195,7 +206,10 @@ mod tests {
     fn large_server_payload_is_not_copied() {
         let big = Bytes::from(vec![1u8; ZERO_COPY_MIN]);
         let mut out = OutBuffer::default();
-        out.push_frame(&FrameHeader::new(OpCode::Binary, big.len() as u64), big.clone());
+        out.push_frame(
+            &FrameHeader::new(OpCode::Binary, big.len() as u64),
+            big.clone(),
+        );
         let mut slices = [IoSlice::new(&[]); 4];
         assert_eq!(out.slices(&mut slices), 2);
         assert_eq!(slices[1].as_ptr(), big.as_ptr());
@@ -207,6 +221,11 @@ mod tests {
         header.mask = Some([0x37, 0xfa, 0x21, 0x3d]);
         let mut out = OutBuffer::default();
         out.push_frame(&header, Bytes::from_static(b"Hello"));
-        assert_eq!(out.chunk(), &[0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58]);
+        assert_eq!(
+            out.chunk(),
+            &[
+                0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58
+            ]
+        );
     }
 }

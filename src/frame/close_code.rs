@@ -104,7 +104,10 @@ impl From<CloseCode> for u16 {
             CloseCode::Again => 1013,
             CloseCode::BadGateway => 1014,
             CloseCode::Tls => 1015,
-            CloseCode::Reserved(c) | CloseCode::Iana(c) | CloseCode::Library(c) | CloseCode::Bad(c) => c,
+            CloseCode::Reserved(c)
+            | CloseCode::Iana(c)
+            | CloseCode::Library(c)
+            | CloseCode::Bad(c) => c,
         }
     }
 }
@@ -132,7 +135,9 @@ mod tests {
         for c in 0..1000 {
             assert!(!allowed(c), "{c}");
         }
-        for c in [1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014] {
+        for c in [
+            1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014,
+        ] {
             assert!(allowed(c), "{c}");
         }
         for c in [1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000, 65535] {

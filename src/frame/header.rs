@@ -73,7 +73,8 @@ impl FrameHeader {
             return Ok(HeaderParse::Partial);
         };
         // Checked on the first byte so a bad frame fails without waiting.
-        let opcode = OpCode::from_u8(first & 0x0F).ok_or(ProtocolError::ReservedOpCode(first & 0x0F))?;
+        let opcode =
+            OpCode::from_u8(first & 0x0F).ok_or(ProtocolError::ReservedOpCode(first & 0x0F))?;
         let Some(&second) = input.get(1) else {
             return Ok(HeaderParse::Partial);
         };
@@ -171,9 +172,16 @@ mod tests {
         let mut buf = [0u8; MAX_HEADER_LEN];
         let n = header.encode(&mut buf);
         assert_eq!(n, header.encoded_len());
-        assert_eq!(FrameHeader::parse(&buf[..n]), Ok(HeaderParse::Complete(header, n)));
+        assert_eq!(
+            FrameHeader::parse(&buf[..n]),
+            Ok(HeaderParse::Complete(header, n))
+        );
         for cut in 0..n {
-            assert_eq!(FrameHeader::parse(&buf[..cut]), Ok(HeaderParse::Partial), "cut at {cut}");
+            assert_eq!(
+                FrameHeader::parse(&buf[..cut]),
+                Ok(HeaderParse::Partial),
+                "cut at {cut}"
+            );
         }
     }
 
@@ -181,7 +189,12 @@ mod tests {
     fn all_three_length_forms_round_trip_masked_and_not() {
         for len in [0, 1, 125, 126, 127, 0xFFFF, 0x1_0000, u64::MAX >> 1] {
             for mask in [None, Some([1, 2, 3, 4])] {
-                for opcode in [OpCode::Text, OpCode::Binary, OpCode::Continuation, OpCode::Ping] {
+                for opcode in [
+                    OpCode::Text,
+                    OpCode::Binary,
+                    OpCode::Continuation,
+                    OpCode::Ping,
+                ] {
                     let mut h = FrameHeader::new(opcode, len);
                     h.mask = mask;
                     h.fin = len % 2 == 0;
@@ -203,15 +216,24 @@ mod tests {
     #[test]
     fn rejects_length_with_most_significant_bit() {
         let mut buf = [0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 0];
-        assert_eq!(FrameHeader::parse(&buf), Err(ProtocolError::InvalidPayloadLength));
+        assert_eq!(
+            FrameHeader::parse(&buf),
+            Err(ProtocolError::InvalidPayloadLength)
+        );
         buf[2] = 0x7F;
-        assert!(matches!(FrameHeader::parse(&buf), Ok(HeaderParse::Complete(..))));
+        assert!(matches!(
+            FrameHeader::parse(&buf),
+            Ok(HeaderParse::Complete(..))
+        ));
     }
 
     #[test]
     fn rejects_reserved_opcodes_from_the_first_byte() {
         for op in [3u8, 7, 11, 15] {
-            assert_eq!(FrameHeader::parse(&[0x80 | op]), Err(ProtocolError::ReservedOpCode(op)));
+            assert_eq!(
+                FrameHeader::parse(&[0x80 | op]),
+                Err(ProtocolError::ReservedOpCode(op))
+            );
         }
     }
 
@@ -219,7 +241,10 @@ mod tests {
     fn parses_rfc_examples() {
         // Unmasked "Hello" and a masked one (RFC 6455 section 5.7).
         let h = FrameHeader::parse(&[0x81, 0x05, b'H']).unwrap();
-        assert_eq!(h, HeaderParse::Complete(FrameHeader::new(OpCode::Text, 5), 2));
+        assert_eq!(
+            h,
+            HeaderParse::Complete(FrameHeader::new(OpCode::Text, 5), 2)
+        );
         let masked = [0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f];
         let HeaderParse::Complete(h, 6) = FrameHeader::parse(&masked).unwrap() else {
             panic!("masked header");

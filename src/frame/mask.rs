@@ -36,7 +36,12 @@ pub fn apply_mask(buf: &mut [u8], mask: [u8; 4]) {
 #[inline]
 fn rotate_mask(mask: [u8; 4], offset: usize) -> [u8; 4] {
     let s = offset & 3;
-    [mask[s], mask[(s + 1) & 3], mask[(s + 2) & 3], mask[(s + 3) & 3]]
+    [
+        mask[s],
+        mask[(s + 1) & 3],
+        mask[(s + 2) & 3],
+        mask[(s + 3) & 3],
+    ]
 }
 
 /// The byte-at-a-time reference the fast paths are tested against.

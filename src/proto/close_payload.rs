@@ -22,7 +22,8 @@ pub(crate) fn parse_close(payload: Bytes) -> Result<Option<CloseFrame>, Protocol
             if !code.is_allowed_on_wire() {
                 return Err(ProtocolError::InvalidCloseCode(raw));
             }
-            let reason = Utf8Bytes::try_from(payload.slice(2..)).map_err(|_| ProtocolError::InvalidCloseReason)?;
+            let reason = Utf8Bytes::try_from(payload.slice(2..))
+                .map_err(|_| ProtocolError::InvalidCloseReason)?;
             Ok(Some(CloseFrame { code, reason }))
         }
     }
@@ -54,9 +55,18 @@ mod tests {
         let frame = CloseFrame::new(CloseCode::Normal, "bye");
         assert_eq!(parse_close(encode_close(Some(&frame))), Ok(Some(frame)));
         assert_eq!(parse_close(Bytes::new()), Ok(None));
-        assert_eq!(parse_close(Bytes::from_static(&[3])), Err(ProtocolError::InvalidClosePayload));
-        assert_eq!(parse_close(Bytes::from_static(&[3, 0xE7])), Err(ProtocolError::InvalidCloseCode(999)));
-        assert_eq!(parse_close(Bytes::from_static(&[3, 0xE8, 0xFF])), Err(ProtocolError::InvalidCloseReason));
+        assert_eq!(
+            parse_close(Bytes::from_static(&[3])),
+            Err(ProtocolError::InvalidClosePayload)
+        );
+        assert_eq!(
+            parse_close(Bytes::from_static(&[3, 0xE7])),
+            Err(ProtocolError::InvalidCloseCode(999))
+        );
+        assert_eq!(
+            parse_close(Bytes::from_static(&[3, 0xE8, 0xFF])),
+            Err(ProtocolError::InvalidCloseReason)
+        );
     }
 
     #[test]

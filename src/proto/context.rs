@@ -163,7 +163,9 @@ impl WebSocketContext {
             Message::Ping(_) => OpCode::Ping,
             Message::Pong(_) => OpCode::Pong,
             Message::Close(_) => {
-                let Message::Close(frame) = msg else { unreachable!() };
+                let Message::Close(frame) = msg else {
+                    unreachable!()
+                };
                 return self.close(frame);
             }
         };
@@ -179,7 +181,11 @@ impl WebSocketContext {
         let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
         let max = self.config.max_write_buffer_size;
         if encoded > max {
-            return Err(CapacityError::MessageTooLarge { size: encoded as u64, max }.into());
+            return Err(CapacityError::MessageTooLarge {
+                size: encoded as u64,
+                max,
+            }
+            .into());
         }
         if self.codec.output.len() + encoded > max {
             return Err(Error::WriteBufferFull(msg));
@@ -229,7 +235,8 @@ impl WebSocketContext {
         match self.state {
             State::Terminated => return Err(Error::AlreadyClosed),
             State::ClosedByPeer | State::CloseAcknowledged => {
-                if self.pending_close.is_none() && self.codec.output.is_empty() && !self.flush_owed {
+                if self.pending_close.is_none() && self.codec.output.is_empty() && !self.flush_owed
+                {
                     self.state = State::Terminated;
                     return Err(Error::ConnectionClosed);
                 }
@@ -416,14 +423,20 @@ impl WebSocketContext {
             return Ok(());
         }
         let so_far = match (header.opcode, &self.fragments) {
-            (OpCode::Continuation, None) => return Err(ProtocolError::UnexpectedContinuation.into()),
+            (OpCode::Continuation, None) => {
+                return Err(ProtocolError::UnexpectedContinuation.into());
+            }
             (OpCode::Continuation, Some(f)) => f.data.len() as u64,
             (opcode, Some(_)) => return Err(ProtocolError::ExpectedContinuation(opcode).into()),
             (_, None) => 0,
         };
         if let Some(max) = self.config.max_frame_size {
             if header.payload_len > max as u64 {
-                return Err(CapacityError::FrameTooLarge { size: header.payload_len, max }.into());
+                return Err(CapacityError::FrameTooLarge {
+                    size: header.payload_len,
+                    max,
+                }
+                .into());
             }
         }
         if let Some(max) = self.config.max_message_size {
@@ -446,7 +459,10 @@ impl WebSocketContext {
             OpCode::Text | OpCode::Binary => {
                 let mut data = BytesMut::with_capacity(payload.len());
                 data.extend_from_slice(&payload);
-                self.fragments = Some(Fragmented { opcode: header.opcode, data });
+                self.fragments = Some(Fragmented {
+                    opcode: header.opcode,
+                    data,
+                });
                 return Ok(None);
             }
             OpCode::Continuation => {
@@ -492,4 +508,3 @@ impl WebSocketContext {
         Ok(Message::Text(Utf8Bytes::from_validated(payload)))
     }
 }
-

@@ -100,7 +100,11 @@ mod tests {
         for sample in samples {
             let expected = std::str::from_utf8(sample).is_ok();
             for step in 1..=sample.len().max(1) {
-                assert_eq!(valid_in_pieces(sample, step), expected, "{sample:?} step {step}");
+                assert_eq!(
+                    valid_in_pieces(sample, step),
+                    expected,
+                    "{sample:?} step {step}"
+                );
             }
         }
     }

@@ -3,7 +3,7 @@
 //!
 //! Each integration test file uses `mod support;`; not every file uses every
 //! helper.
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -97,7 +97,11 @@ impl MockStream {
         if self.write_blocked {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        match self.writes.pop_front().unwrap_or(WriteStep::Accept(usize::MAX)) {
+        match self
+            .writes
+            .pop_front()
+            .unwrap_or(WriteStep::Accept(usize::MAX))
+        {
             WriteStep::Accept(n) => Ok(n),
             WriteStep::WouldBlock => Err(io::ErrorKind::WouldBlock.into()),
             WriteStep::Interrupted => Err(io::ErrorKind::Interrupted.into()),
@@ -211,8 +215,16 @@ impl Write for PipeEnd {
 pub fn pair(config: Config) -> (WebSocket<PipeEnd>, WebSocket<PipeEnd>) {
     let a: Lane = Rc::default();
     let b: Lane = Rc::default();
-    let client = PipeEnd { incoming: a.clone(), outgoing: b.clone(), read_chunk: usize::MAX };
-    let server = PipeEnd { incoming: b, outgoing: a, read_chunk: usize::MAX };
+    let client = PipeEnd {
+        incoming: a.clone(),
+        outgoing: b.clone(),
+        read_chunk: usize::MAX,
+    };
+    let server = PipeEnd {
+        incoming: b,
+        outgoing: a,
+        read_chunk: usize::MAX,
+    };
     (
         WebSocket::from_raw_socket(client, Role::Client, config),
         WebSocket::from_raw_socket(server, Role::Server, config),
@@ -264,7 +276,9 @@ impl WireFrame {
 pub fn parse_frames(mut wire: &[u8]) -> Vec<WireFrame> {
     let mut frames = Vec::new();
     while !wire.is_empty() {
-        let HeaderParse::Complete(header, head_len) = FrameHeader::parse(wire).expect("valid header") else {
+        let HeaderParse::Complete(header, head_len) =
+            FrameHeader::parse(wire).expect("valid header")
+        else {
             panic!("truncated header in output");
         };
         let end = head_len + header.payload_len as usize;

@@ -1,0 +1,45 @@
+//! The opening handshake (RFC 6455 section 4), sans-IO: bytes in, bytes
+//! out.
+//!
+//! [`ClientHandshake`] builds the upgrade request and checks the server's
+//! answer; [`ServerHandshake`] checks a request, lets a [`Callback`] shape
+//! or refuse the response, and serializes it. Neither reads nor writes a
+//! socket: the caller moves the bytes, so the same code serves the blocking
+//! and the async drivers.
+//!
+//! Heads are read incrementally: each input is scanned once for the end of
+//! the head and checked against the limits (64 KiB head, 8 KiB line, 100
+//! header fields) before it is buffered, and the complete head is parsed
+//! once. Bytes that follow the head in the same input (early frames) are
+//! handed back as `leftover`, never dropped.
+//!
+//! # Examples
+//!
+//! A client and a server talking through memory:
+//!
+//! ```
+//! use lockgate::handshake::{ClientHandshake, NoCallback, ServerHandshake};
+//!
+//! let mut client = ClientHandshake::new("ws://example.com/chat").unwrap();
+//! let mut server = ServerHandshake::new(NoCallback);
+//!
+//! // The client's first frame may arrive along with its request.
+//! let mut wire = client.request_bytes().to_vec();
+//! wire.extend_from_slice(b"\x81\x80\x00\x00\x00\x00");
+//! let accepted = server.receive(&wire).unwrap().expect("complete request");
+//! assert_eq!(&accepted.leftover[..], b"\x81\x80\x00\x00\x00\x00");
+//!
+//! let opened = client.receive(&accepted.response_bytes).unwrap().expect("complete response");
+//! assert_eq!(opened.response.status(), 101);
+//! ```
+
+mod accept_key;
+mod client;
+mod head;
+mod server;
+
+pub use accept_key::{derive_accept_key, generate_key};
+pub use client::{ClientHandshake, ClientHandshakeDone, IntoClientRequest};
+pub use server::{
+    Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone, error_response_bytes,
+};

@@ -1,0 +1,834 @@
+//! The server side of the opening handshake (RFC 6455 section 4.2).
+
+use std::fmt;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use http::header::{
+    CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, GetAll, HOST, HeaderMap, HeaderValue,
+    SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_EXTENSIONS, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL,
+    SEC_WEBSOCKET_VERSION, TRANSFER_ENCODING, UPGRADE,
+};
+use http::{Request, Response, StatusCode, Uri, Version};
+
+use super::accept_key::derive_accept_key;
+use super::head::{self, HeadReader, MAX_HEADERS};
+use crate::error::{Error, HandshakeError, Result};
+
+/// The response a [`Callback`] refuses a request with: any status, headers
+/// and an optional text body.
+pub type ErrorResponse = Response<Option<String>>;
+
+/// Inspects an upgrade request and shapes the response, or refuses it.
+///
+/// The callback runs once the request has passed every RFC 6455 check. It
+/// receives the request and the `101 Switching Protocols` response lockgate
+/// will send (with `Connection`, `Upgrade` and `Sec-WebSocket-Accept`), and
+/// returns that response, possibly with headers added: typically a
+/// `Sec-WebSocket-Protocol` chosen among the client's offers, or cookies.
+/// Returning `Err` refuses the handshake with that response, which
+/// [`error_response_bytes`] serializes.
+///
+/// It is implemented for closures with the matching signature (annotate the
+/// request parameter's type so the closure accepts any lifetime) and by
+/// [`NoCallback`]. The signature is tungstenite's, so callbacks written for
+/// it work unchanged.
+///
+/// The returned response must keep the status 101 and the three handshake
+/// headers, and may name only a subprotocol the client offered; otherwise
+/// [`ServerHandshake::receive`] fails with
+/// [`HandshakeError::InvalidCallbackResponse`] (a server bug, answered with
+/// 500).
+///
+/// # Examples
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use lockgate::handshake::{ErrorResponse, ServerHandshake};
+///
+/// let callback = |request: &Request<()>, mut response: Response<()>| {
+///     if request.uri().path() != "/chat" {
+///         let mut refusal = ErrorResponse::new(Some("no such endpoint".into()));
+///         *refusal.status_mut() = StatusCode::NOT_FOUND;
+///         return Err(refusal);
+///     }
+///     response.headers_mut().insert("x-served-by", "lockgate".parse().unwrap());
+///     Ok(response)
+/// };
+/// let handshake = ServerHandshake::new(callback);
+/// # drop(handshake);
+/// ```
+#[allow(
+    clippy::result_large_err,
+    reason = "the signature is tungstenite's, so that callbacks written for it work unchanged"
+)]
+pub trait Callback: Sized {
+    /// Called with the valid upgrade request and the response prepared for
+    /// it. Returns the response to send, or the refusal to send instead.
+    ///
+    /// # Errors
+    ///
+    /// The [`ErrorResponse`] refuses the handshake: it is reported as
+    /// [`HandshakeError::Rejected`] and sent as given (plus
+    /// `Connection: close` and `Content-Length`).
+    fn on_request(
+        self,
+        request: &Request<()>,
+        response: Response<()>,
+    ) -> std::result::Result<Response<()>, ErrorResponse>;
+}
+
+#[allow(
+    clippy::result_large_err,
+    reason = "the signature is tungstenite's, so that callbacks written for it work unchanged"
+)]
+impl<F> Callback for F
+where
+    F: FnOnce(&Request<()>, Response<()>) -> std::result::Result<Response<()>, ErrorResponse>,
+{
+    fn on_request(
+        self,
+        request: &Request<()>,
+        response: Response<()>,
+    ) -> std::result::Result<Response<()>, ErrorResponse> {
+        self(request, response)
+    }
+}
+
+/// A [`Callback`] that accepts every valid request with the default
+/// response (no subprotocol).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoCallback;
+
+#[allow(
+    clippy::result_large_err,
+    reason = "the signature is tungstenite's, so that callbacks written for it work unchanged"
+)]
+impl Callback for NoCallback {
+    fn on_request(
+        self,
+        _request: &Request<()>,
+        response: Response<()>,
+    ) -> std::result::Result<Response<()>, ErrorResponse> {
+        Ok(response)
+    }
+}
+
+/// The server side of the opening handshake, without I/O.
+///
+/// The calling contract:
+///
+/// 1. Pass every chunk read from the connection to
+///    [`receive`](Self::receive) until it returns `Ok(Some(done))`;
+///    `Ok(None)` means the request head is not complete yet. Bytes are
+///    scanned once as they arrive and checked against the limits (64 KiB
+///    head, 8 KiB line, 100 headers) before they are buffered; the head is
+///    parsed once, when complete.
+/// 2. On `Ok(Some(done))`: write all of
+///    [`done.response_bytes`](ServerHandshakeDone::response_bytes) and flush.
+///    [`done.leftover`](ServerHandshakeDone::leftover) holds bytes that
+///    arrived after the request head (the client's first frames): hand them
+///    to the frame reader before reading anything else.
+/// 3. On `Err(Error::Handshake(e))`: write [`error_response_bytes(&e)`]
+///    (it carries the status of [`HandshakeError::status`]), flush and close
+///    the connection.
+///
+/// After returning the request or an error, `receive` returns
+/// [`Error::AlreadyClosed`].
+///
+/// The request must be `GET` over HTTP/1.1 with exactly one `Host`, an
+/// `Upgrade` list holding `websocket`, a `Connection` list holding
+/// `upgrade`, `Sec-WebSocket-Version: 13` (else 426) and a
+/// `Sec-WebSocket-Key` of 16 bytes in base64. Extension offers are ignored:
+/// lockgate negotiates none yet.
+///
+/// [`error_response_bytes(&e)`]: error_response_bytes
+///
+/// # Examples
+///
+/// ```
+/// use lockgate::handshake::{NoCallback, ServerHandshake};
+///
+/// let mut handshake = ServerHandshake::new(NoCallback);
+/// let request = b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n\
+///     Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+///     Sec-WebSocket-Version: 13\r\n\r\n";
+/// let (first, rest) = request.split_at(20);
+/// assert!(handshake.receive(first).unwrap().is_none());
+/// let done = handshake.receive(rest).unwrap().expect("complete");
+/// assert_eq!(done.request.uri().path(), "/chat");
+/// assert!(done.response_bytes.starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
+/// ```
+pub struct ServerHandshake<C: Callback> {
+    /// `None` once the handshake has finished, either way.
+    callback: Option<C>,
+    reader: HeadReader,
+}
+
+/// A completed server handshake.
+#[derive(Debug)]
+#[must_use = "the response bytes must be written and the leftover bytes are the start of the frame stream"]
+pub struct ServerHandshakeDone {
+    /// The client's upgrade request.
+    pub request: Request<()>,
+    /// The `101 Switching Protocols` response, as the callback returned it.
+    pub response: Response<()>,
+    /// The response serialized as HTTP/1.1: write all of it, then flush.
+    pub response_bytes: Vec<u8>,
+    /// Bytes received after the request head: the client's first frames.
+    /// Read them before anything else from the connection.
+    pub leftover: Bytes,
+}
+
+impl<C: Callback> ServerHandshake<C> {
+    /// Starts a handshake that will consult `callback` once the request is
+    /// complete and valid. Pass [`NoCallback`] to accept every valid
+    /// request as is.
+    pub fn new(callback: C) -> Self {
+        Self {
+            callback: Some(callback),
+            reader: HeadReader::new(),
+        }
+    }
+
+    /// Takes bytes read from the connection. Returns `Ok(None)` while the
+    /// request head is incomplete, and the request with the response to
+    /// send once it is complete, valid and accepted by the callback.
+    ///
+    /// # Errors
+    ///
+    /// All are [`Error::Handshake`]; [`HandshakeError::status`] gives the
+    /// status to answer with and [`error_response_bytes`] the whole answer.
+    ///
+    /// - [`HandshakeError::HeadTooLarge`] (431): the head exceeds 64 KiB, a
+    ///   line 8 KiB or the header count 100.
+    /// - [`HandshakeError::Parse`] (400): the head is not HTTP.
+    /// - [`HandshakeError::BadRequest`] (400): not a WebSocket upgrade (a
+    ///   method other than GET, HTTP/1.0, no or several `Host`, `Upgrade`
+    ///   without `websocket`, `Connection` without `upgrade`, no valid
+    ///   `Sec-WebSocket-Key`).
+    /// - [`HandshakeError::UnsupportedVersion`] (426): the
+    ///   `Sec-WebSocket-Version` is not 13.
+    /// - [`HandshakeError::Rejected`] (the callback's status): the callback
+    ///   refused the request.
+    /// - [`HandshakeError::InvalidCallbackResponse`] (500): the callback
+    ///   returned a response that breaks the handshake.
+    ///
+    /// After returning the request or an error, further calls return
+    /// [`Error::AlreadyClosed`].
+    pub fn receive(&mut self, input: &[u8]) -> Result<Option<ServerHandshakeDone>> {
+        let Some(callback) = self.callback.take() else {
+            return Err(Error::AlreadyClosed);
+        };
+        match self.reader.push(input) {
+            Ok(None) => {
+                self.callback = Some(callback);
+                Ok(None)
+            }
+            Ok(Some(head)) => Ok(Some(accept(head, callback)?)),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Bytes examined so far, to prove the reading is linear.
+    #[cfg(test)]
+    fn scanned(&self) -> usize {
+        self.reader.scanned()
+    }
+}
+
+impl<C: Callback> fmt::Debug for ServerHandshake<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerHandshake")
+            .field("reader", &self.reader)
+            .field("finished", &self.callback.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parses and checks a complete request head, consults the callback and
+/// builds the response.
+fn accept(
+    head: head::Head,
+    callback: impl Callback,
+) -> Result<ServerHandshakeDone, HandshakeError> {
+    let (request, leftover) = parse_request(head)?;
+    let key = check_request(&request)?;
+    let accept =
+        HeaderValue::try_from(derive_accept_key(key)).expect("base64 is a valid header value");
+    let mut response = Response::new(());
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(SEC_WEBSOCKET_ACCEPT, accept.clone());
+    let extensions = negotiate_extensions(request.headers().get_all(SEC_WEBSOCKET_EXTENSIONS));
+    if let Some(extensions) = &extensions {
+        headers.insert(SEC_WEBSOCKET_EXTENSIONS, extensions.clone());
+    }
+    let response = callback
+        .on_request(&request, response)
+        .map_err(|refusal| HandshakeError::Rejected(Box::new(refusal)))?;
+    check_callback_response(request.headers(), &response, &accept, extensions.as_ref())?;
+    let response_bytes = serialize_response(&response);
+    Ok(ServerHandshakeDone {
+        request,
+        response,
+        response_bytes,
+        leftover,
+    })
+}
+
+/// Parses a complete request head. Rejects methods other than GET and
+/// versions other than HTTP/1.1 on the way, since they need the parse.
+fn parse_request(head: head::Head) -> Result<(Request<()>, Bytes), HandshakeError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut headers);
+    let len = match parsed.parse(&head.bytes)? {
+        httparse::Status::Complete(len) => len,
+        httparse::Status::Partial => {
+            return Err(HandshakeError::BadRequest("incomplete request head"));
+        }
+    };
+    // RFC 6455 section 4.2.1: "An HTTP/1.1 or higher GET request".
+    if parsed.method != Some("GET") {
+        return Err(HandshakeError::BadRequest("the method is not GET"));
+    }
+    if parsed.version != Some(1) {
+        return Err(HandshakeError::BadRequest("HTTP/1.1 is required"));
+    }
+    let uri: Uri = parsed
+        .path
+        .and_then(|target| target.parse().ok())
+        .ok_or(HandshakeError::BadRequest("invalid request target"))?;
+    let headers = head::header_map(parsed.headers)
+        .ok_or(HandshakeError::BadRequest("invalid header field"))?;
+    let mut request = Request::new(());
+    *request.uri_mut() = uri;
+    *request.version_mut() = Version::HTTP_11;
+    *request.headers_mut() = headers;
+    Ok((request, head.into_leftover(len)))
+}
+
+/// The checks of RFC 6455 section 4.2.1 on a GET HTTP/1.1 request. Returns
+/// the `Sec-WebSocket-Key`.
+fn check_request(request: &Request<()>) -> Result<&[u8], HandshakeError> {
+    let headers = request.headers();
+    // RFC 9112 section 3.2: "A server MUST respond with a 400 (Bad Request)
+    // status code to any HTTP/1.1 request message that lacks a Host header
+    // field and to any that contains more than one Host header field line".
+    if head::single_value(headers, HOST).is_none() {
+        return Err(HandshakeError::BadRequest("Host is missing or repeated"));
+    }
+    if !head::has_token(headers, UPGRADE, "websocket") {
+        return Err(HandshakeError::BadRequest(
+            "Upgrade is missing or lacks websocket",
+        ));
+    }
+    if !head::has_token(headers, CONNECTION, "upgrade") {
+        return Err(HandshakeError::BadRequest(
+            "Connection is missing or lacks upgrade",
+        ));
+    }
+    // Section 4.2.2: "If this version does not match a version understood
+    // by the server, the server MUST abort the WebSocket handshake described
+    // in this section and instead send an appropriate HTTP error code (such
+    // as 426 Upgrade Required) and a |Sec-WebSocket-Version| header field
+    // indicating the version(s) the server is capable of understanding."
+    if head::single_value(headers, SEC_WEBSOCKET_VERSION) != Some(b"13") {
+        return Err(HandshakeError::UnsupportedVersion);
+    }
+    let key = head::single_value(headers, SEC_WEBSOCKET_KEY).ok_or(HandshakeError::BadRequest(
+        "Sec-WebSocket-Key is missing or repeated",
+    ))?;
+    // Section 4.2.1: "a base64-encoded value that, when decoded, is 16 bytes
+    // in length". Sixteen bytes always encode to 24 characters.
+    if key.len() != 24 || STANDARD.decode(key).map_or(true, |nonce| nonce.len() != 16) {
+        return Err(HandshakeError::BadRequest(
+            "Sec-WebSocket-Key is not 16 bytes in base64",
+        ));
+    }
+    Ok(key)
+}
+
+/// The `Sec-WebSocket-Extensions` answer to the client's offers, if any.
+///
+/// lockgate implements no extension yet, so every offer is declined (RFC
+/// 6455 section 9.1 lets the server ignore offers). permessage-deflate will
+/// parse the offers here and return its accepted parameters.
+fn negotiate_extensions(_offers: GetAll<'_, HeaderValue>) -> Option<HeaderValue> {
+    None
+}
+
+/// Refuses a callback response that would make the handshake fail or the
+/// connection misbehave. Such a response is a bug in the server, reported
+/// with 500 rather than sent.
+fn check_callback_response(
+    request: &HeaderMap,
+    response: &Response<()>,
+    accept: &HeaderValue,
+    extensions: Option<&HeaderValue>,
+) -> Result<(), HandshakeError> {
+    let headers = response.headers();
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        return Err(HandshakeError::InvalidCallbackResponse(
+            "the status is not 101; refuse a request by returning Err",
+        ));
+    }
+    let intact = head::single_value(headers, SEC_WEBSOCKET_ACCEPT) == Some(accept.as_bytes())
+        && head::single_value(headers, UPGRADE)
+            .is_some_and(|value| value.eq_ignore_ascii_case(b"websocket"))
+        && head::has_token(headers, CONNECTION, "upgrade");
+    if !intact {
+        return Err(HandshakeError::InvalidCallbackResponse(
+            "Connection, Upgrade or Sec-WebSocket-Accept was changed",
+        ));
+    }
+    // RFC 6455 section 4.2.2: the server's subprotocol is "one of the
+    // values from the |Sec-WebSocket-Protocol| field in the client's
+    // handshake".
+    let mut chosen = headers.get_all(SEC_WEBSOCKET_PROTOCOL).into_iter();
+    if let Some(protocol) = chosen.next() {
+        if chosen.next().is_some() {
+            return Err(HandshakeError::InvalidCallbackResponse(
+                "more than one Sec-WebSocket-Protocol",
+            ));
+        }
+        let protocol = protocol.as_bytes().trim_ascii();
+        if !head::list_elements(request, SEC_WEBSOCKET_PROTOCOL).any(|offer| offer == protocol) {
+            return Err(HandshakeError::InvalidCallbackResponse(
+                "the subprotocol was not offered by the client",
+            ));
+        }
+    }
+    if !headers
+        .get_all(SEC_WEBSOCKET_EXTENSIONS)
+        .iter()
+        .eq(extensions)
+    {
+        return Err(HandshakeError::InvalidCallbackResponse(
+            "Sec-WebSocket-Extensions was changed; lockgate negotiates extensions itself",
+        ));
+    }
+    Ok(())
+}
+
+/// `HTTP/1.1 <code> <reason>` and CRLF. The reason phrase is the canonical
+/// one, or empty for unknown codes (the space stays, RFC 9112 section 4).
+fn write_status_line(out: &mut Vec<u8>, status: StatusCode) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A response head as HTTP/1.1 bytes, headers as given.
+fn serialize_response(response: &Response<()>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(160);
+    write_status_line(&mut out, response.status());
+    for (name, value) in response.headers() {
+        head::write_header(&mut out, name, value);
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// The bytes a server writes back before closing the connection when its
+/// handshake failed with `error`.
+///
+/// The status is [`HandshakeError::status`], with its reason phrase; the
+/// response always has `Connection: close` and a `Content-Length`.
+///
+/// - [`HandshakeError::Rejected`]: the callback's response as given (status,
+///   headers, body); its own `Connection`, `Content-Length` and
+///   `Transfer-Encoding` are replaced.
+/// - [`HandshakeError::UnsupportedVersion`] (426): also
+///   `Sec-WebSocket-Version: 13` (RFC 6455 section 4.2.2), and
+///   `Upgrade: websocket` with `Connection: Upgrade, close` (RFC 9110
+///   section 15.5.22 requires a 426 to carry `Upgrade`).
+/// - Any other error: a `text/plain` body naming the problem, or just the
+///   reason phrase for a 5xx.
+///
+/// It is meant for the errors of [`ServerHandshake::receive`]; client-side
+/// errors map to a 400.
+///
+/// # Examples
+///
+/// ```
+/// use lockgate::HandshakeError;
+/// use lockgate::handshake::error_response_bytes;
+///
+/// let bytes = error_response_bytes(&HandshakeError::UnsupportedVersion);
+/// let text = String::from_utf8(bytes).unwrap();
+/// assert!(text.starts_with("HTTP/1.1 426 Upgrade Required\r\n"));
+/// assert!(text.contains("\r\nSec-WebSocket-Version: 13\r\n"));
+/// ```
+pub fn error_response_bytes(error: &HandshakeError) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    let status = error.status();
+    write_status_line(&mut out, status);
+    let mut headers = HeaderMap::new();
+    let body = match error {
+        HandshakeError::Rejected(refusal) => {
+            for (name, value) in refusal.headers() {
+                if name != CONNECTION && name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
+                    headers.append(name, value.clone());
+                }
+            }
+            refusal.body().as_deref().unwrap_or("").to_owned()
+        }
+        _ => {
+            headers.insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            if status.is_server_error() {
+                format!("{}\n", status.canonical_reason().unwrap_or("Server Error"))
+            } else {
+                format!("{error}\n")
+            }
+        }
+    };
+    if matches!(error, HandshakeError::UnsupportedVersion) {
+        headers.insert(CONNECTION, HeaderValue::from_static("Upgrade, close"));
+        headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
+        headers.insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+    } else {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    // RFC 9110 section 8.6: no Content-Length (and no body) in a 1xx or 204.
+    let bodyless = status.is_informational() || status == StatusCode::NO_CONTENT;
+    if !bodyless {
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    }
+    for (name, value) in &headers {
+        head::write_header(&mut out, name, value);
+    }
+    out.extend_from_slice(b"\r\n");
+    if !bodyless {
+        out.extend_from_slice(body.as_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::result_large_err,
+    reason = "callbacks return ErrorResponse by value"
+)]
+mod tests {
+    use super::*;
+
+    const REQUEST: &str = "GET /chat?room=1 HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n\
+                           Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                           Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: chat, superchat\r\n\r\n";
+
+    fn request_with(replace: &str, with: &str) -> String {
+        assert!(REQUEST.contains(replace), "{replace}");
+        REQUEST.replacen(replace, with, 1)
+    }
+
+    fn receive_with(callback: impl Callback, input: &[u8]) -> Result<Option<ServerHandshakeDone>> {
+        ServerHandshake::new(callback).receive(input)
+    }
+
+    fn failure(result: Result<Option<ServerHandshakeDone>>) -> HandshakeError {
+        match result {
+            Err(Error::Handshake(error)) => error,
+            other => panic!("expected a handshake error, got {other:?}"),
+        }
+    }
+
+    fn with_protocol(protocol: &'static str) -> impl Callback {
+        move |_: &Request<()>, mut response: Response<()>| {
+            response
+                .headers_mut()
+                .append(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(protocol));
+            Ok(response)
+        }
+    }
+
+    #[test]
+    fn accepts_and_answers() {
+        let done = receive_with(NoCallback, REQUEST.as_bytes())
+            .unwrap()
+            .unwrap();
+        assert_eq!(done.request.uri(), "/chat?room=1");
+        assert_eq!(
+            done.response_bytes,
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+              Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
+        );
+        assert!(done.leftover.is_empty());
+    }
+
+    #[test]
+    fn one_byte_at_a_time_is_linear() {
+        // ~60 KiB of head in 100 header fields, each byte on its own.
+        let mut request = REQUEST.trim_end_matches("\r\n").to_owned() + "\r\n";
+        for i in 0..(MAX_HEADERS - 6) {
+            request.push_str(&format!("X-Filler-{i:03}: {}\r\n", "f".repeat(640)));
+        }
+        request.push_str("\r\n");
+        let mut input = request.into_bytes();
+        let head_len = input.len();
+        assert!(head_len > 59 * 1024 && head_len < 64 * 1024, "{head_len}");
+        input.extend_from_slice(b"\x81\x85frame");
+        let mut handshake = ServerHandshake::new(NoCallback);
+        let mut done = None;
+        for (i, byte) in input.iter().enumerate() {
+            if let Some(d) = handshake.receive(std::slice::from_ref(byte)).unwrap() {
+                assert_eq!(i + 1, head_len, "completes on the last head byte");
+                done = Some(d);
+                break;
+            }
+        }
+        let done = done.expect("complete");
+        assert_eq!(done.request.headers().len(), MAX_HEADERS);
+        assert_eq!(handshake.scanned(), head_len, "each byte scanned once");
+    }
+
+    #[test]
+    fn bad_requests() {
+        let cases = [
+            (request_with("GET", "POST"), "the method is not GET"),
+            (request_with("HTTP/1.1", "HTTP/1.0"), "HTTP/1.1 is required"),
+            (
+                request_with("Host: example.com\r\n", ""),
+                "Host is missing or repeated",
+            ),
+            (
+                request_with("Host: example.com\r\n", "Host: a\r\nHost: b\r\n"),
+                "Host is missing or repeated",
+            ),
+            (
+                request_with("Upgrade: websocket", "Upgrade: h2c"),
+                "Upgrade is missing or lacks websocket",
+            ),
+            (
+                request_with("Connection: Upgrade", "Connection: keep-alive"),
+                "Connection is missing or lacks upgrade",
+            ),
+            (
+                request_with("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", ""),
+                "Sec-WebSocket-Key is missing or repeated",
+            ),
+            (
+                request_with("dGhlIHNhbXBsZSBub25jZQ==", "dGhlIHNhbXBsZSBub25jZQ"),
+                "Sec-WebSocket-Key is not 16 bytes in base64",
+            ),
+            (
+                request_with("dGhlIHNhbXBsZSBub25jZQ==", "dGhlIHNhbXBsZSBub25jZXM="),
+                "Sec-WebSocket-Key is not 16 bytes in base64",
+            ),
+            (
+                request_with("dGhlIHNhbXBsZSBub25jZQ==", "!GhlIHNhbXBsZSBub25jZQ=="),
+                "Sec-WebSocket-Key is not 16 bytes in base64",
+            ),
+        ];
+        for (request, expected) in cases {
+            match failure(receive_with(NoCallback, request.as_bytes())) {
+                HandshakeError::BadRequest(message) => assert_eq!(message, expected),
+                other => panic!("{request:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn lenient_token_lists() {
+        let request = request_with("Upgrade: websocket", "Upgrade: h2c, WebSocket");
+        let request = request.replacen("Connection: Upgrade", "Connection: keep-alive, upgrade", 1);
+        assert!(
+            receive_with(NoCallback, request.as_bytes())
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn unsupported_version() {
+        for version in [
+            "Sec-WebSocket-Version: 8\r\n",
+            "",
+            "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Version: 8\r\n",
+        ] {
+            let request = request_with("Sec-WebSocket-Version: 13\r\n", version);
+            let error = failure(receive_with(NoCallback, request.as_bytes()));
+            assert!(
+                matches!(error, HandshakeError::UnsupportedVersion),
+                "{version:?}: {error:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn callback_chooses_an_offered_protocol() {
+        let done = receive_with(with_protocol("superchat"), REQUEST.as_bytes())
+            .unwrap()
+            .unwrap();
+        assert_eq!(done.response.headers()[SEC_WEBSOCKET_PROTOCOL], "superchat");
+        let text = String::from_utf8(done.response_bytes).unwrap();
+        assert!(
+            text.contains("\r\nSec-WebSocket-Protocol: superchat\r\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn callback_response_must_stay_a_valid_handshake() {
+        let unoffered = failure(receive_with(with_protocol("mqtt"), REQUEST.as_bytes()));
+        assert!(
+            matches!(unoffered, HandshakeError::InvalidCallbackResponse(_)),
+            "{unoffered:?}"
+        );
+        assert_eq!(unoffered.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let no_offer = request_with("Sec-WebSocket-Protocol: chat, superchat\r\n", "");
+        let error = failure(receive_with(with_protocol("chat"), no_offer.as_bytes()));
+        assert!(
+            matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+            "{error:?}"
+        );
+
+        let status_200 = |_: &Request<()>, mut response: Response<()>| {
+            *response.status_mut() = StatusCode::OK;
+            Ok(response)
+        };
+        let error = failure(receive_with(status_200, REQUEST.as_bytes()));
+        assert!(
+            matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+            "{error:?}"
+        );
+
+        let no_accept = |_: &Request<()>, mut response: Response<()>| {
+            response.headers_mut().remove(SEC_WEBSOCKET_ACCEPT);
+            Ok(response)
+        };
+        let error = failure(receive_with(no_accept, REQUEST.as_bytes()));
+        assert!(
+            matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+            "{error:?}"
+        );
+
+        let extension = |_: &Request<()>, mut response: Response<()>| {
+            response.headers_mut().insert(
+                SEC_WEBSOCKET_EXTENSIONS,
+                HeaderValue::from_static("permessage-deflate"),
+            );
+            Ok(response)
+        };
+        let error = failure(receive_with(extension, REQUEST.as_bytes()));
+        assert!(
+            matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+            "{error:?}"
+        );
+        let bytes = String::from_utf8(error_response_bytes(&error)).unwrap();
+        assert!(
+            bytes.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
+            "{bytes}"
+        );
+        assert!(
+            !bytes.contains("negotiates"),
+            "internal details stay private: {bytes}"
+        );
+    }
+
+    #[test]
+    fn extension_offers_are_declined() {
+        let request = request_with(
+            "\r\n\r\n",
+            "\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
+        );
+        let done = receive_with(NoCallback, request.as_bytes())
+            .unwrap()
+            .unwrap();
+        assert!(
+            !done
+                .response
+                .headers()
+                .contains_key(SEC_WEBSOCKET_EXTENSIONS)
+        );
+    }
+
+    #[test]
+    fn error_responses() {
+        let text = |error: &HandshakeError| String::from_utf8(error_response_bytes(error)).unwrap();
+
+        let bad = text(&HandshakeError::BadRequest("the method is not GET"));
+        let body = "bad upgrade request: the method is not GET\n";
+        assert_eq!(
+            bad,
+            format!(
+                "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
+                 Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        );
+
+        let large = text(&HandshakeError::HeadTooLarge);
+        assert!(
+            large.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+            "{large}"
+        );
+        assert!(large.contains("\r\nConnection: close\r\n"), "{large}");
+
+        let version = text(&HandshakeError::UnsupportedVersion);
+        assert!(
+            version.starts_with("HTTP/1.1 426 Upgrade Required\r\n"),
+            "{version}"
+        );
+        assert!(
+            version.contains("\r\nSec-WebSocket-Version: 13\r\n"),
+            "{version}"
+        );
+        assert!(version.contains("\r\nUpgrade: websocket\r\n"), "{version}");
+
+        let mut refusal = ErrorResponse::new(Some("go away".into()));
+        *refusal.status_mut() = StatusCode::FORBIDDEN;
+        refusal
+            .headers_mut()
+            .insert("x-reason", HeaderValue::from_static("policy"));
+        refusal
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("keep-alive"));
+        refusal
+            .headers_mut()
+            .insert(CONTENT_LENGTH, HeaderValue::from_static("999"));
+        let rejected = text(&HandshakeError::Rejected(Box::new(refusal)));
+        assert_eq!(
+            rejected,
+            "HTTP/1.1 403 Forbidden\r\nx-reason: policy\r\nConnection: close\r\nContent-Length: 7\r\n\r\ngo away"
+        );
+
+        let mut odd = ErrorResponse::new(None);
+        *odd.status_mut() = StatusCode::from_u16(599).unwrap();
+        let odd = text(&HandshakeError::Rejected(Box::new(odd)));
+        assert_eq!(
+            odd,
+            "HTTP/1.1 599 \r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        );
+
+        let mut no_content = ErrorResponse::new(Some("dropped".into()));
+        *no_content.status_mut() = StatusCode::NO_CONTENT;
+        let no_content = text(&HandshakeError::Rejected(Box::new(no_content)));
+        assert_eq!(
+            no_content,
+            "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn finished_handshake_refuses_more_input() {
+        let mut handshake = ServerHandshake::new(NoCallback);
+        let done = handshake.receive(REQUEST.as_bytes()).unwrap().unwrap();
+        assert!(done.leftover.is_empty());
+        assert!(matches!(handshake.receive(b"x"), Err(Error::AlreadyClosed)));
+        let mut handshake = ServerHandshake::new(NoCallback);
+        assert!(handshake.receive(b"BREW / HTTP/1.1\r\n\r\n").is_err());
+        assert!(matches!(
+            handshake.receive(REQUEST.as_bytes()),
+            Err(Error::AlreadyClosed)
+        ));
+    }
+}
