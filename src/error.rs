@@ -54,7 +54,7 @@ impl Error {
     /// errors that fail the connection.
     pub fn close_code(&self) -> Option<CloseCode> {
         match self {
-            Error::Protocol(e) => Some(e.close_code()),
+            Error::Protocol(e) => e.close_code(),
             Error::Capacity(e) => Some(e.close_code()),
             _ => None,
         }
@@ -118,11 +118,17 @@ pub enum ProtocolError {
 
 impl ProtocolError {
     /// The close code this violation fails the connection with: 1007 for
-    /// bad UTF-8, 1002 for everything else.
-    pub fn close_code(&self) -> CloseCode {
+    /// bad UTF-8, 1002 for other peer violations, `None` where no close
+    /// frame is sent (the stream ended, or the caller misused the API).
+    pub fn close_code(&self) -> Option<CloseCode> {
         match self {
-            ProtocolError::InvalidUtf8 | ProtocolError::InvalidCloseReason => CloseCode::Invalid,
-            _ => CloseCode::Protocol,
+            ProtocolError::InvalidUtf8 | ProtocolError::InvalidCloseReason => {
+                Some(CloseCode::Invalid)
+            }
+            ProtocolError::ResetWithoutClosingHandshake
+            | ProtocolError::SendAfterClosing
+            | ProtocolError::ReceivedAfterClosing => None,
+            _ => Some(CloseCode::Protocol),
         }
     }
 }
@@ -231,15 +237,17 @@ mod tests {
 
     #[test]
     fn close_codes_follow_the_rfc() {
-        assert_eq!(ProtocolError::InvalidUtf8.close_code(), CloseCode::Invalid);
+        let code = |e: ProtocolError| e.close_code();
+        assert_eq!(code(ProtocolError::InvalidUtf8), Some(CloseCode::Invalid));
         assert_eq!(
-            ProtocolError::InvalidCloseReason.close_code(),
-            CloseCode::Invalid
+            code(ProtocolError::InvalidCloseReason),
+            Some(CloseCode::Invalid)
         );
         assert_eq!(
-            ProtocolError::ReservedOpCode(3).close_code(),
-            CloseCode::Protocol
+            code(ProtocolError::ReservedOpCode(3)),
+            Some(CloseCode::Protocol)
         );
+        assert_eq!(code(ProtocolError::ResetWithoutClosingHandshake), None);
         let cap = CapacityError::MessageTooLarge { size: 2, max: 1 };
         assert_eq!(Error::from(cap).close_code(), Some(CloseCode::Size));
     }

@@ -139,7 +139,8 @@ impl<S: Read + Write> WebSocket<S> {
                     return Ok(msg);
                 }
                 Ok(None) if self.context.wants_input() => self.fill_input()?,
-                Ok(None) => {}
+                // Closing: what is left is draining our output.
+                Ok(None) => self.flush_output()?,
                 Err(e) => {
                     if e.close_code().is_some() {
                         // Best effort: the connection is failing anyway.
@@ -194,7 +195,8 @@ impl<S: Read + Write> WebSocket<S> {
 
     /// Starts the closing handshake: queues a close frame and flushes. Keep
     /// calling [`read`](Self::read) until it returns
-    /// [`Error::ConnectionClosed`] to complete the handshake.
+    /// [`Error::ConnectionClosed`] to complete the handshake; if the flush
+    /// would block, `read` (or `flush`) finishes sending the close frame.
     ///
     /// # Errors
     ///

@@ -7,6 +7,9 @@ use bytes::{Bytes, BytesMut};
 use crate::error::ProtocolError;
 use crate::frame::{FrameHeader, HeaderParse, apply_mask_at};
 
+/// The largest read step, and the most reserved ahead of arriving bytes.
+const MAX_READ_STEP: usize = 1 << 20;
+
 /// The frame whose header has been read and whose payload is arriving.
 #[derive(Debug, Clone, Copy)]
 struct InFrame {
@@ -65,11 +68,12 @@ impl InFrames {
     /// before anything else touches the buffer.
     pub fn spare(&mut self, hint: usize) -> &mut [u8] {
         let want = match self.current {
-            // A large frame announced its size: read toward its end in
-            // bigger steps (the size already passed the limits).
+            // A large frame: read toward its end in steps that grow with
+            // what actually arrived, so a sender that announces much and
+            // sends little cannot make us zero large buffers.
             Some(frame) => {
                 let missing = (frame.header.payload_len as usize).saturating_sub(self.buf.len());
-                hint.max(missing.min(1 << 20))
+                hint.max(missing.min(self.buf.len()).min(MAX_READ_STEP))
             }
             None => hint,
         };
@@ -123,12 +127,13 @@ impl InFrames {
     }
 
     /// Prepares room for the payload of the current frame; call it once the
-    /// header passed every limit, so a large payload is read without
-    /// repeated reallocation.
+    /// header passed every limit, so a large payload is read with few
+    /// reallocations. The reservation is capped: the announced length is
+    /// the peer's claim, not bytes that arrived.
     pub fn reserve_payload(&mut self) {
         if let Some(frame) = self.current {
             let missing = (frame.header.payload_len as usize).saturating_sub(self.buf.len());
-            self.buf.reserve(missing);
+            self.buf.reserve(missing.min(MAX_READ_STEP));
         }
     }
 

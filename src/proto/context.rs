@@ -195,7 +195,8 @@ impl WebSocketContext {
     }
 
     /// Starts the closing handshake by queueing a close frame (never
-    /// refused for lack of room). Idempotent while closing.
+    /// refused for lack of room) that is owed a flush like a close reply.
+    /// Idempotent while closing.
     ///
     /// # Errors
     ///
@@ -206,6 +207,9 @@ impl WebSocketContext {
                 self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
                 self.state = State::ClosedByUs;
                 self.pending_pong = None;
+                // No data can follow a close, so holding it back gains
+                // nothing, and the peer's reply waits on it.
+                self.flush_owed = true;
                 Ok(())
             }
             // Our reply echoes the peer's code; it is already queued.
@@ -430,6 +434,15 @@ impl WebSocketContext {
             (opcode, Some(_)) => return Err(ProtocolError::ExpectedContinuation(opcode).into()),
             (_, None) => 0,
         };
+        if header.payload_len > usize::MAX as u64 {
+            // Only reachable on 32-bit targets without limits.
+            let max = usize::MAX;
+            return Err(CapacityError::FrameTooLarge {
+                size: header.payload_len,
+                max,
+            }
+            .into());
+        }
         if let Some(max) = self.config.max_frame_size {
             if header.payload_len > max as u64 {
                 return Err(CapacityError::FrameTooLarge {
