@@ -51,3 +51,8 @@ pub use message::{CloseFrame, Message};
 pub use proto::WebSocketContext;
 pub use utf8_bytes::Utf8Bytes;
 pub use websocket::WebSocket;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
