@@ -1,8 +1,9 @@
 //! The blocking entry points over real loopback TCP: `connect` against
+//! `accept`/`accept_hdr`, with a bounded exchange on both ends.
+
 // The accept callback returns `Result<Response, ErrorResponse>`, the shape
 // tungstenite users know; the error response is an HTTP response by value.
 #![allow(clippy::result_large_err)]
-//! `accept`/`accept_hdr`, with a bounded exchange on both ends.
 
 use std::net::TcpListener;
 use std::thread;
