@@ -1,5 +1,7 @@
 //! [`Config`] and [`Role`].
 
+use std::time::Duration;
+
 /// Which end of the connection this is. Clients mask what they send and
 /// servers require masked frames (RFC 6455 section 5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,6 +31,7 @@ pub struct Config {
     pub(crate) max_message_size: Option<usize>,
     pub(crate) max_frame_size: Option<usize>,
     pub(crate) accept_unmasked_frames: bool,
+    pub(crate) handshake_timeout: Option<Duration>,
 }
 
 /// 64 MiB: the largest message accepted by default.
@@ -37,6 +40,9 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 16 << 20;
 /// 72 MiB: room for one maximum-size message plus 8 MiB of smaller ones.
 pub const DEFAULT_MAX_WRITE_BUFFER_SIZE: usize = 72 << 20;
+
+/// 30 s: how long an opening handshake may take by default.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for Config {
     fn default() -> Self {
@@ -47,6 +53,7 @@ impl Default for Config {
             max_message_size: Some(DEFAULT_MAX_MESSAGE_SIZE),
             max_frame_size: Some(DEFAULT_MAX_FRAME_SIZE),
             accept_unmasked_frames: false,
+            handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
         }
     }
 }
@@ -104,6 +111,24 @@ impl Config {
     pub fn accept_unmasked_frames(mut self, accept: bool) -> Self {
         self.accept_unmasked_frames = accept;
         self
+    }
+
+    /// The longest an opening handshake may take, so a silent or trickling
+    /// peer cannot hold a connection slot forever. Default 30 s
+    /// ([`DEFAULT_HANDSHAKE_TIMEOUT`]); `None` waits forever.
+    ///
+    /// Enforced by [`connect`](crate::connect) (as TCP read/write timeouts
+    /// during the handshake) and by the tokio adapter. The generic
+    /// [`accept`](crate::accept) and [`client`](crate::client) cannot time
+    /// out a stream they know nothing about: set a timeout on the stream.
+    pub fn handshake_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// See [`Config::handshake_timeout`].
+    pub fn get_handshake_timeout(&self) -> Option<Duration> {
+        self.handshake_timeout
     }
 
     /// See [`Config::read_buffer_size`].

@@ -8,6 +8,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
 
 use crate::config::{Config, Role};
 use crate::error::{Error, HandshakeError, Result};
@@ -120,7 +121,8 @@ pub fn client_with_config<S: Read + Write, R: IntoClientRequest>(
 }
 
 /// Connects to a `ws://` URL over TCP (with `TCP_NODELAY`) and performs the
-/// handshake.
+/// handshake, within [`Config::handshake_timeout`] for the connection and
+/// for each read and write of the handshake.
 ///
 /// # Errors
 ///
@@ -155,15 +157,24 @@ pub fn connect_with_config<R: IntoClientRequest>(
         .ok_or_else(|| HandshakeError::BadUrl(format!("{uri}: no host")))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let port = uri.port_u16().unwrap_or(80);
-    let stream = connect_tcp(host, port)?;
+    let stream = connect_tcp(host, port, config.handshake_timeout)?;
     stream.set_nodelay(true)?;
-    client_with_config(request, stream, config)
+    stream.set_read_timeout(config.handshake_timeout)?;
+    stream.set_write_timeout(config.handshake_timeout)?;
+    let (ws, response) = client_with_config(request, stream, config)?;
+    ws.get_ref().set_read_timeout(None)?;
+    ws.get_ref().set_write_timeout(None)?;
+    Ok((ws, response))
 }
 
-fn connect_tcp(host: &str, port: u16) -> io::Result<TcpStream> {
+fn connect_tcp(host: &str, port: u16, timeout: Option<Duration>) -> io::Result<TcpStream> {
     let mut last_error = None;
     for addr in (host, port).to_socket_addrs()? {
-        match TcpStream::connect(addr) {
+        let attempt = match timeout {
+            Some(timeout) => TcpStream::connect_timeout(&addr, timeout),
+            None => TcpStream::connect(addr),
+        };
+        match attempt {
             Ok(stream) => return Ok(stream),
             Err(e) => last_error = Some(e),
         }

@@ -134,7 +134,10 @@ impl<S: Read + Write> WebSocket<S> {
             match self.context.next_message() {
                 Ok(Some(msg)) => {
                     if self.context.has_pending_system_frame() {
-                        self.send_owed(true)?;
+                        // The message is already taken from the buffer; an
+                        // error here resurfaces on the next call instead of
+                        // losing it.
+                        let _ = self.send_owed(true);
                     }
                     return Ok(msg);
                 }
