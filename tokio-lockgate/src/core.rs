@@ -1,0 +1,152 @@
+//! The poll functions every async handle shares: they move bytes between an
+//! `AsyncRead + AsyncWrite` stream and the sans-IO `WebSocketContext`.
+//! Nothing here knows the protocol; the context decides everything.
+
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use lockgate::{Error, Message, Result, WebSocketContext};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The most slices one vectored write hands to the stream.
+const MAX_IOVECS: usize = 64;
+
+/// A stream and the protocol state driving it.
+///
+/// Every poll function keeps its progress in the context (bytes read are
+/// committed, bytes written are consumed), so a future built on them can be
+/// dropped at any `Pending` without losing anything.
+#[derive(Debug)]
+pub(crate) struct Core<S> {
+    pub(crate) stream: S,
+    pub(crate) context: WebSocketContext,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
+    /// The next message, answering pings and closes along the way.
+    ///
+    /// Reads register `cx`; writes (owed pongs and close frames) register
+    /// `wcx`, which a split connection uses to wake both halves.
+    pub(crate) fn poll_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        wcx: &mut Context<'_>,
+    ) -> Poll<Result<Message>> {
+        loop {
+            // A stream that cannot take the owed pong right now must not
+            // stop us reading: the peer may be waiting for us to read.
+            match self.poll_send_owed(wcx) {
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending if !self.context.wants_input() => return Poll::Pending,
+                _ => {}
+            }
+            match self.context.next_message() {
+                Ok(Some(msg)) => {
+                    if self.context.has_pending_system_frame() {
+                        // Best effort now; an error or a full socket is
+                        // retried by the next call, and the message is
+                        // not lost.
+                        let _ = self.poll_send_owed(wcx);
+                    }
+                    return Poll::Ready(Ok(msg));
+                }
+                Ok(None) if self.context.wants_input() => ready!(self.poll_fill_input(cx))?,
+                // Closing: what is left is draining our output.
+                Ok(None) => ready!(self.poll_flush_output(wcx))?,
+                Err(e) => {
+                    if e.close_code().is_some() {
+                        // Best effort: the connection is failing anyway.
+                        let _ = self.poll_send_owed(wcx);
+                    }
+                    return Poll::Ready(Err(e));
+                }
+            }
+        }
+    }
+
+    /// After a message was queued: write out if the buffer reached
+    /// `write_buffer_size`, write and flush if a pong or close is owed.
+    pub(crate) fn poll_after_write(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.context.prepare_output();
+        if self.context.flush_owed() {
+            self.poll_flush_output(cx)
+        } else if self.context.should_write_out() {
+            self.poll_write_output(cx)
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Queued pongs and close frames into the buffer, then everything out
+    /// and flushed.
+    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.context.prepare_output();
+        self.poll_flush_output(cx)
+    }
+
+    /// Writes and flushes an owed pong or close frame (and whatever data is
+    /// buffered ahead of it).
+    fn poll_send_owed(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.context.prepare_output();
+        if !self.context.flush_owed() {
+            return Poll::Ready(Ok(()));
+        }
+        self.poll_flush_output(cx)
+    }
+
+    fn poll_flush_output(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        loop {
+            ready!(self.poll_write_output(cx))?;
+            ready!(Pin::new(&mut self.stream).poll_flush(cx))?;
+            self.context.on_flushed();
+            if !self.context.has_pending_system_frame() {
+                return Poll::Ready(Ok(()));
+            }
+            self.context.prepare_output();
+        }
+    }
+
+    /// Writes the out buffer, with one vectored write per call when it
+    /// spans several slices and the stream supports it.
+    pub(crate) fn poll_write_output(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let Self { stream, context } = self;
+        while context.output_len() > 0 {
+            let written = if context.output_chunk_count() > 1 && stream.is_write_vectored() {
+                let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
+                let n = context.output_chunks(&mut slices);
+                ready!(Pin::new(&mut *stream).poll_write_vectored(cx, &slices[..n]))
+            } else {
+                ready!(Pin::new(&mut *stream).poll_write(cx, context.output_chunk()))
+            };
+            match written {
+                Ok(0) => return Poll::Ready(Err(Error::Io(io::ErrorKind::WriteZero.into()))),
+                Ok(n) => context.advance_output(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Poll::Ready(Err(e.into())),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// One read from the stream into the context.
+    fn poll_fill_input(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let Self { stream, context } = self;
+        loop {
+            let mut buf = ReadBuf::new(context.input_spare());
+            let polled = Pin::new(&mut *stream).poll_read(cx, &mut buf);
+            let n = match polled {
+                Poll::Ready(Ok(())) => buf.filled().len(),
+                _ => 0,
+            };
+            context.commit_input(n);
+            match polled {
+                Poll::Ready(Ok(())) if n == 0 => return Poll::Ready(Err(context.on_eof())),
+                Poll::Ready(Ok(())) => return Poll::Ready(Ok(())),
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.into())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}

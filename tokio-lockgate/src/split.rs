@@ -1,0 +1,269 @@
+//! [`WebSocketReadHalf`] and [`WebSocketWriteHalf`]: one connection used
+//! from two tasks.
+//!
+//! Both halves share the stream and the context behind a `std` mutex that
+//! is held only inside a single poll, never across an await, so neither half
+//! can block the other for longer than one non-blocking read or write. The
+//! read half writes owed pongs and close replies itself, so a task that only
+//! reads still answers pings.
+//!
+//! Both halves may wait for the socket to become writable (the read half to
+//! send a pong, the write half to send data), but a stream keeps a single
+//! waker for write readiness. Write operations therefore register a waker
+//! that wakes both halves, so neither can steal the other's wake-up.
+
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Wake, Waker};
+
+use futures_core::Stream;
+use futures_sink::Sink;
+use lockgate::{CloseFrame, Error, Message, Result};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::core::Core;
+use crate::stream::{WebSocketStream, stream_item};
+
+/// The tasks of the two halves waiting on the stream.
+#[derive(Debug, Default)]
+struct HalfWakers {
+    read_half: Mutex<Option<Waker>>,
+    write_half: Mutex<Option<Waker>>,
+}
+
+impl HalfWakers {
+    fn remember(slot: &Mutex<Option<Waker>>, waker: &Waker) {
+        let mut slot = relock(slot);
+        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
+    }
+}
+
+impl Wake for HalfWakers {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        for slot in [&self.read_half, &self.write_half] {
+            if let Some(waker) = relock(slot).take() {
+                waker.wake();
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct SplitState<S> {
+    core: Mutex<Core<S>>,
+    wakers: Arc<HalfWakers>,
+    /// Wakes both halves; registered for write readiness.
+    both: Waker,
+}
+
+type Shared<S> = Arc<SplitState<S>>;
+
+/// A panic while holding a lock cannot leave the state torn (every update is
+/// a single call), so a poisoned lock is still usable.
+fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn lock<S>(shared: &Shared<S>) -> MutexGuard<'_, Core<S>> {
+    relock(&shared.core)
+}
+
+/// Polls `f` on the core, with write readiness waking both halves and
+/// `cx`'s task remembered in `slot`.
+fn poll_shared<S, T>(
+    shared: &Shared<S>,
+    slot: &Mutex<Option<Waker>>,
+    cx: &mut Context<'_>,
+    f: impl FnOnce(&mut Core<S>, &mut Context<'_>, &mut Context<'_>) -> Poll<T>,
+) -> Poll<T> {
+    HalfWakers::remember(slot, cx.waker());
+    let mut wcx = Context::from_waker(&shared.both);
+    f(&mut lock(shared), cx, &mut wcx)
+}
+
+fn poll_read_half<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Shared<S>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Message>> {
+    poll_shared(shared, &shared.wakers.read_half, cx, |core, cx, wcx| {
+        core.poll_read(cx, wcx)
+    })
+}
+
+fn poll_write_half<S, T>(
+    shared: &Shared<S>,
+    cx: &mut Context<'_>,
+    f: impl FnOnce(&mut Core<S>, &mut Context<'_>) -> Poll<T>,
+) -> Poll<T> {
+    poll_shared(shared, &shared.wakers.write_half, cx, |core, _, wcx| {
+        f(core, wcx)
+    })
+}
+
+pub(crate) fn split<S>(ws: WebSocketStream<S>) -> (WebSocketReadHalf<S>, WebSocketWriteHalf<S>) {
+    let wakers = Arc::new(HalfWakers::default());
+    let both = Waker::from(wakers.clone());
+    let shared = Arc::new(SplitState {
+        core: Mutex::new(ws.into_core()),
+        wakers,
+        both,
+    });
+    (
+        WebSocketReadHalf {
+            shared: shared.clone(),
+            ended: false,
+        },
+        WebSocketWriteHalf { shared },
+    )
+}
+
+/// The reading half of a split [`WebSocketStream`]: [`read`](Self::read)
+/// and [`Stream`].
+#[derive(Debug)]
+pub struct WebSocketReadHalf<S> {
+    shared: Shared<S>,
+    ended: bool,
+}
+
+/// The writing half of a split [`WebSocketStream`]: `write`, `flush`,
+/// `send`, `close` and [`Sink`].
+#[derive(Debug)]
+pub struct WebSocketWriteHalf<S> {
+    shared: Shared<S>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketReadHalf<S> {
+    /// Reads the next message; see [`WebSocketStream::read`]. Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// As for [`WebSocketStream::read`].
+    pub async fn read(&mut self) -> Result<Message> {
+        poll_fn(|cx| poll_read_half(&self.shared, cx)).await
+    }
+
+    /// Whether `other` is the write half split from the same stream.
+    pub fn is_pair_of(&self, other: &WebSocketWriteHalf<S>) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// Joins the halves back into one [`WebSocketStream`].
+    ///
+    /// # Errors
+    ///
+    /// Gives both halves back if they were not split from the same stream.
+    pub fn reunite(
+        self,
+        other: WebSocketWriteHalf<S>,
+    ) -> std::result::Result<WebSocketStream<S>, (Self, WebSocketWriteHalf<S>)> {
+        if !self.is_pair_of(&other) {
+            return Err((self, other));
+        }
+        drop(other);
+        let core = Arc::into_inner(self.shared)
+            .expect("both halves were consumed")
+            .core
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        Ok(WebSocketStream::from_context(core.stream, core.context))
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
+    /// Queues `msg`; see [`WebSocketStream::write`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`WebSocketStream::write`].
+    pub async fn write(&mut self, msg: Message) -> Result<()> {
+        {
+            let mut core = lock(&self.shared);
+            core.context.prepare_output();
+            core.context.write(msg)?;
+        }
+        poll_fn(|cx| poll_write_half(&self.shared, cx, Core::poll_after_write)).await
+    }
+
+    /// Writes everything and flushes; see [`WebSocketStream::flush`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`].
+    pub async fn flush(&mut self) -> Result<()> {
+        poll_fn(|cx| poll_write_half(&self.shared, cx, Core::poll_flush)).await
+    }
+
+    /// [`write`](Self::write) then [`flush`](Self::flush).
+    ///
+    /// # Errors
+    ///
+    /// As for both.
+    pub async fn send(&mut self, msg: Message) -> Result<()> {
+        {
+            let mut core = lock(&self.shared);
+            core.context.prepare_output();
+            core.context.write(msg)?;
+        }
+        self.flush().await
+    }
+
+    /// Starts the closing handshake; see [`WebSocketStream::close`]. The
+    /// read half sees the peer's reply.
+    ///
+    /// # Errors
+    ///
+    /// As for [`WebSocketStream::close`].
+    pub async fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        lock(&self.shared).context.close(frame)?;
+        self.flush().await
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Stream for WebSocketReadHalf<S> {
+    type Item = Result<Message>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        poll_read_half(&this.shared, cx).map(|result| stream_item(result, &mut this.ended))
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketWriteHalf<S> {
+    type Error = Error;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        poll_write_half(&self.shared, cx, Core::poll_after_write)
+    }
+
+    fn start_send(self: Pin<&mut Self>, msg: Message) -> Result<()> {
+        let mut core = lock(&self.shared);
+        core.context.prepare_output();
+        core.context.write(msg)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        poll_write_half(&self.shared, cx, Core::poll_flush)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        poll_write_half(&self.shared, cx, |core, wcx| {
+            match core.context.close(None) {
+                Ok(()) | Err(Error::AlreadyClosed) => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+            core.poll_flush(wcx)
+        })
+    }
+}

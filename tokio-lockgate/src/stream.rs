@@ -1,0 +1,267 @@
+//! [`WebSocketStream`]: a WebSocket over any tokio `AsyncRead + AsyncWrite`.
+
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+use futures_sink::Sink;
+use lockgate::{CloseFrame, Config, Error, Message, Result, Role, WebSocketContext};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::core::Core;
+use crate::split::{WebSocketReadHalf, WebSocketWriteHalf, split};
+
+/// A WebSocket connection over a tokio stream, driving lockgate's sans-IO
+/// [`WebSocketContext`] directly (no blocking shim, no waker proxy).
+///
+/// # The write/flush contract
+///
+/// - [`write`](Self::write) (and [`Sink::start_send`], i.e.
+///   `SinkExt::feed`) queues a message in the out buffer and never flushes;
+///   it writes to the socket only once the buffer holds `write_buffer_size`
+///   bytes.
+/// - [`flush`](Self::flush) (`SinkExt::flush`) writes everything and flushes
+///   the socket. [`send`](Self::send) is both.
+/// - The pong answering a ping, and the reply to a close, are written and
+///   flushed by whichever side polls next — [`read`](Self::read) / the
+///   [`Stream`], or a write, flush or send — behind data already queued.
+///   Nothing else is flushed implicitly.
+///
+/// # Cancellation safety
+///
+/// Every method keeps its progress in the connection, never in the future:
+///
+/// - [`read`](Self::read) is cancel-safe: a future dropped at any await
+///   point has not taken a message; bytes already received stay buffered
+///   for the next call.
+/// - [`write`](Self::write) and [`send`](Self::send) accept the message on
+///   their first poll (it is encoded into the out buffer before anything
+///   awaits). Once accepted, dropping the future loses nothing: the bytes go
+///   out with the next write or flush. A future dropped before its first
+///   poll never accepted the message.
+/// - [`flush`](Self::flush) and [`close`](Self::close) are cancel-safe:
+///   calling them again continues where the dropped future stopped.
+///
+/// # Examples
+///
+/// ```no_run
+/// use tokio_lockgate::{Message, connect_async};
+///
+/// # async fn run() -> tokio_lockgate::Result<()> {
+/// let (mut ws, _) = connect_async("ws://127.0.0.1:9001").await?;
+/// for i in 0..64 {
+///     ws.write(Message::text(format!("tick {i}"))).await?; // queued
+/// }
+/// ws.flush().await?; // one flush for the batch
+/// let echo = ws.read().await?;
+/// # let _ = echo; Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct WebSocketStream<S> {
+    core: Core<S>,
+    /// The `Stream` impl has yielded its end.
+    ended: bool,
+}
+
+impl<S> WebSocketStream<S> {
+    /// Wraps a stream whose opening handshake is already done, for example
+    /// the upgraded connection from hyper or axum.
+    pub fn from_raw_socket(stream: S, role: Role, config: Config) -> Self {
+        Self::from_context(stream, WebSocketContext::new(role, config))
+    }
+
+    /// Like [`from_raw_socket`](Self::from_raw_socket), for a stream from
+    /// which `already_read` bytes past the handshake were consumed: they are
+    /// the start of the frame stream.
+    pub fn from_partially_read(stream: S, already_read: &[u8], role: Role, config: Config) -> Self {
+        let mut context = WebSocketContext::new(role, config);
+        context.feed(already_read);
+        Self::from_context(stream, context)
+    }
+
+    /// Drives an existing context over `stream`.
+    pub fn from_context(stream: S, context: WebSocketContext) -> Self {
+        Self {
+            core: Core { stream, context },
+            ended: false,
+        }
+    }
+
+    /// The stream.
+    pub fn get_ref(&self) -> &S {
+        &self.core.stream
+    }
+
+    /// The stream, mutably. Reading or writing it directly corrupts the
+    /// connection.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.core.stream
+    }
+
+    /// Gives back the stream; buffered input and output are dropped.
+    pub fn into_inner(self) -> S {
+        self.core.stream
+    }
+
+    /// The protocol state.
+    pub fn context(&self) -> &WebSocketContext {
+        &self.core.context
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        self.core.context.config()
+    }
+
+    /// Bytes written but not yet handed to the stream.
+    pub fn buffered_output(&self) -> usize {
+        self.core.context.output_len()
+    }
+
+    /// Bytes received but not yet returned as messages: when non-zero, the
+    /// next [`read`](Self::read) may complete without waiting for the
+    /// socket. Useful to flush replies only once the input is drained.
+    pub fn buffered_input(&self) -> usize {
+        self.core.context.buffered_input()
+    }
+
+    pub(crate) fn into_core(self) -> Core<S> {
+        self.core
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
+    /// Reads the next message. Cancel-safe.
+    ///
+    /// Pings, pongs and the peer's close are returned too; the pong and the
+    /// close reply are queued and sent for you.
+    ///
+    /// # Errors
+    ///
+    /// As for the core's [`WebSocket::read`](lockgate::WebSocket::read):
+    /// [`Error::ConnectionClosed`] once the closing handshake completes,
+    /// then [`Error::AlreadyClosed`]; a protocol or capacity error after the
+    /// matching close frame was sent.
+    pub async fn read(&mut self) -> Result<Message> {
+        poll_fn(|cx| {
+            let mut wcx = Context::from_waker(cx.waker());
+            self.core.poll_read(cx, &mut wcx)
+        })
+        .await
+    }
+
+    /// Queues `msg` without flushing (the message is accepted on the first
+    /// poll); writes out only once the buffer reached `write_buffer_size`,
+    /// or to deliver an owed pong or close reply.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WriteBufferFull`] hands `msg` back untouched; other errors
+    /// as for [`WebSocketContext::write`]. An I/O error after acceptance
+    /// means the message is queued and the stream failed.
+    pub async fn write(&mut self, msg: Message) -> Result<()> {
+        self.core.context.prepare_output();
+        self.core.context.write(msg)?;
+        poll_fn(|cx| self.core.poll_after_write(cx)).await
+    }
+
+    /// Writes everything queued and flushes the stream. Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`].
+    pub async fn flush(&mut self) -> Result<()> {
+        poll_fn(|cx| self.core.poll_flush(cx)).await
+    }
+
+    /// [`write`](Self::write) then [`flush`](Self::flush).
+    ///
+    /// # Errors
+    ///
+    /// As for both.
+    pub async fn send(&mut self, msg: Message) -> Result<()> {
+        self.core.context.prepare_output();
+        self.core.context.write(msg)?;
+        poll_fn(|cx| self.core.poll_flush(cx)).await
+    }
+
+    /// Starts the closing handshake: queues a close frame and flushes. Keep
+    /// reading until [`Error::ConnectionClosed`] (or the end of the
+    /// [`Stream`]) to complete it. Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyClosed`] once the connection is over; [`Error::Io`].
+    pub async fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        self.core.context.close(frame)?;
+        poll_fn(|cx| self.core.poll_flush(cx)).await
+    }
+
+    /// Splits into a read half and a write half that can move to different
+    /// tasks. Pongs owed by the read half are written by it.
+    pub fn split(self) -> (WebSocketReadHalf<S>, WebSocketWriteHalf<S>) {
+        split(self)
+    }
+}
+
+/// Maps the end of the closing handshake to the end of the stream.
+pub(crate) fn stream_item(result: Result<Message>, ended: &mut bool) -> Option<Result<Message>> {
+    match result {
+        Err(Error::ConnectionClosed | Error::AlreadyClosed) => {
+            *ended = true;
+            None
+        }
+        other => Some(other),
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Stream for WebSocketStream<S> {
+    type Item = Result<Message>;
+
+    /// Yields messages; ends after the closing handshake completes. A
+    /// protocol error is yielded once, then the stream ends.
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let mut wcx = Context::from_waker(cx.waker());
+        this.core
+            .poll_read(cx, &mut wcx)
+            .map(|result| stream_item(result, &mut this.ended))
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketStream<S> {
+    type Error = Error;
+
+    /// Ready once the out buffer is below `write_buffer_size` (it writes, it
+    /// does not flush) and any owed pong or close reply is out.
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.get_mut().core.poll_after_write(cx)
+    }
+
+    /// Queues the message ([`SinkExt::feed`](https://docs.rs/futures/latest/futures/sink/trait.SinkExt.html#method.feed)
+    /// of many, then one flush, costs one socket flush).
+    fn start_send(self: Pin<&mut Self>, msg: Message) -> Result<()> {
+        let context = &mut self.get_mut().core.context;
+        context.prepare_output();
+        context.write(msg)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.get_mut().core.poll_flush(cx)
+    }
+
+    /// Sends a close frame (if none was sent) and flushes. Read on to
+    /// complete the closing handshake.
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let core = &mut self.get_mut().core;
+        match core.context.close(None) {
+            Ok(()) | Err(Error::AlreadyClosed) => {}
+            Err(e) => return Poll::Ready(Err(e)),
+        }
+        core.poll_flush(cx)
+    }
+}
