@@ -41,5 +41,6 @@ mod server;
 pub use accept_key::{derive_accept_key, generate_key};
 pub use client::{ClientHandshake, ClientHandshakeDone, IntoClientRequest};
 pub use server::{
-    Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone, error_response_bytes,
+    Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone,
+    error_response_bytes, upgrade_response,
 };

@@ -247,14 +247,55 @@ impl<C: Callback> fmt::Debug for ServerHandshake<C> {
     }
 }
 
-/// Parses and checks a complete request head, consults the callback and
-/// builds the response.
-fn accept(
-    head: head::Head,
-    callback: impl Callback,
-) -> Result<ServerHandshakeDone, HandshakeError> {
-    let (request, leftover) = parse_request(head)?;
-    let key = check_request(&request)?;
+/// Checks an upgrade request that an HTTP server (hyper, axum, ...) has
+/// already parsed, and builds the `101 Switching Protocols` response to
+/// send before handing the upgraded connection to
+/// [`WebSocket::from_raw_socket`](crate::WebSocket::from_raw_socket) or the
+/// tokio adapter.
+///
+/// The checks are those [`ServerHandshake`] applies: GET, HTTP/1.1 or
+/// later, one `Host`, `Upgrade: websocket`, `Connection: upgrade`,
+/// `Sec-WebSocket-Version: 13` and a key of 16 base64-encoded bytes.
+/// Subprotocol or extra headers can be added to the returned response.
+///
+/// # Errors
+///
+/// The [`HandshakeError`] whose [`status`](HandshakeError::status) to
+/// answer with (400, or 426 for a version other than 13; see
+/// [`error_response_bytes`]).
+///
+/// # Examples
+///
+/// ```
+/// let request = http::Request::get("/ws")
+///     .header("host", "example.com")
+///     .header("upgrade", "websocket")
+///     .header("connection", "Upgrade")
+///     .header("sec-websocket-version", "13")
+///     .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+///     .body(())
+///     .unwrap();
+/// let response = lockgate::handshake::upgrade_response(&request).unwrap();
+/// assert_eq!(response.status(), 101);
+/// assert_eq!(response.headers()["sec-websocket-accept"], "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+/// ```
+pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, HandshakeError> {
+    // RFC 6455 section 4.2.1: "An HTTP/1.1 or higher GET request".
+    if request.method() != http::Method::GET {
+        return Err(HandshakeError::BadRequest("the method is not GET"));
+    }
+    if request.version() < Version::HTTP_11 {
+        return Err(HandshakeError::BadRequest("HTTP/1.1 is required"));
+    }
+    Ok(switching_protocols(request)?.0)
+}
+
+/// The 101 response for a request that passes [`check_request`], with the
+/// accept key and the negotiated extensions it carries.
+fn switching_protocols<B>(
+    request: &Request<B>,
+) -> Result<(Response<()>, HeaderValue, Option<HeaderValue>), HandshakeError> {
+    let key = check_request(request)?;
     let accept =
         HeaderValue::try_from(derive_accept_key(key)).expect("base64 is a valid header value");
     let mut response = Response::new(());
@@ -267,6 +308,17 @@ fn accept(
     if let Some(extensions) = &extensions {
         headers.insert(SEC_WEBSOCKET_EXTENSIONS, extensions.clone());
     }
+    Ok((response, accept, extensions))
+}
+
+/// Parses and checks a complete request head, consults the callback and
+/// builds the response.
+fn accept(
+    head: head::Head,
+    callback: impl Callback,
+) -> Result<ServerHandshakeDone, HandshakeError> {
+    let (request, leftover) = parse_request(head)?;
+    let (response, accept, extensions) = switching_protocols(&request)?;
     let response = callback
         .on_request(&request, response)
         .map_err(|refusal| HandshakeError::Rejected(Box::new(refusal)))?;
@@ -313,7 +365,7 @@ fn parse_request(head: head::Head) -> Result<(Request<()>, Bytes), HandshakeErro
 
 /// The checks of RFC 6455 section 4.2.1 on a GET HTTP/1.1 request. Returns
 /// the `Sec-WebSocket-Key`.
-fn check_request(request: &Request<()>) -> Result<&[u8], HandshakeError> {
+fn check_request<B>(request: &Request<B>) -> Result<&[u8], HandshakeError> {
     let headers = request.headers();
     // RFC 9112 section 3.2: "A server MUST respond with a 400 (Bad Request)
     // status code to any HTTP/1.1 request message that lacks a Host header

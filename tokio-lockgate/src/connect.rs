@@ -5,7 +5,8 @@ use std::future::Future;
 use std::io;
 
 use lockgate::handshake::{
-    Callback, ClientHandshake, IntoClientRequest, NoCallback, ServerHandshake, error_response_bytes,
+    Callback, ClientHandshake, ClientHandshakeDone, IntoClientRequest, NoCallback, ServerHandshake,
+    error_response_bytes,
 };
 use lockgate::{Config, Error, HandshakeError, Result, Role, http};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -162,20 +163,26 @@ where
     R: IntoClientRequest,
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut handshake = ClientHandshake::new(request)?;
-    let done = within(&config, async {
-        write_all_and_flush(&mut stream, handshake.request_bytes()).await?;
-        let mut buf = vec![0u8; HANDSHAKE_READ];
-        loop {
-            let n = read_some(&mut stream, &mut buf).await?;
-            if let Some(done) = handshake.receive(&buf[..n])? {
-                return Ok(done);
-            }
-        }
-    })
-    .await?;
+    let done = within(&config, client_handshake(request, &mut stream)).await?;
     let ws = WebSocketStream::from_partially_read(stream, &done.leftover, Role::Client, config);
     Ok((ws, done.response))
+}
+
+/// The client handshake itself, without a time limit.
+async fn client_handshake<R, S>(request: R, stream: &mut S) -> Result<ClientHandshakeDone>
+where
+    R: IntoClientRequest,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut handshake = ClientHandshake::new(request)?;
+    write_all_and_flush(stream, handshake.request_bytes()).await?;
+    let mut buf = vec![0u8; HANDSHAKE_READ];
+    loop {
+        let n = read_some(stream, &mut buf).await?;
+        if let Some(done) = handshake.receive(&buf[..n])? {
+            return Ok(done);
+        }
+    }
 }
 
 /// Connects to a `ws://` URL (or `wss://` with the `rustls` feature) over
@@ -249,11 +256,15 @@ where
         .trim_end_matches(']')
         .to_owned();
     let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
-    let stream = within(&config, async {
+    // One limit for the whole connection: TCP, TLS and the upgrade.
+    let (stream, done) = within(&config, async {
         let tcp = TcpStream::connect((host.as_str(), port)).await?;
         tcp.set_nodelay(true)?;
-        wrap_stream(tcp, secure, &host, connector).await
+        let mut stream = wrap_stream(tcp, secure, &host, connector).await?;
+        let done = client_handshake(request, &mut stream).await?;
+        Ok((stream, done))
     })
     .await?;
-    client_async_with_config(request, stream, config).await
+    let ws = WebSocketStream::from_partially_read(stream, &done.leftover, Role::Client, config);
+    Ok((ws, done.response))
 }

@@ -1,4 +1,4 @@
-//! tokio-lockgate: [lockgate](lockgate)'s WebSocket on tokio, with the same
+//! tokio-lockgate: [lockgate]'s WebSocket on tokio, with the same
 //! explicit write/flush control.
 //!
 //! [`WebSocketStream`] drives lockgate's sans-IO [`WebSocketContext`]
