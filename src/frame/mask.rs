@@ -1,8 +1,9 @@
 //! Payload masking (RFC 6455 section 5.3).
 //!
-//! Masking is an XOR with a repeating 4-byte key. This implementation works a
-//! machine word at a time on the aligned middle of the buffer and byte by byte
-//! on the edges; it needs no `unsafe`.
+//! Masking is an XOR with a repeating 4-byte key. Buffers of 64 bytes and
+//! more use AVX2 where the CPU has it (`mask_simd.rs`); the portable path
+//! works a machine word at a time (the compiler vectorises it with the
+//! baseline instruction set) and needs no `unsafe`.
 
 /// XORs `buf` with `mask`, as if `buf` started at byte `offset` of the
 /// payload. The offset lets a payload be unmasked in pieces as it arrives.
@@ -15,6 +16,14 @@ pub fn apply_mask_at(buf: &mut [u8], mask: [u8; 4], offset: usize) {
 /// XORs `buf` with `mask`, starting at payload byte 0.
 #[inline]
 pub fn apply_mask(buf: &mut [u8], mask: [u8; 4]) {
+    if !super::mask_simd::try_apply_mask(buf, mask) {
+        apply_mask_words(buf, mask);
+    }
+}
+
+/// The portable implementation: 8 bytes at a time, then byte by byte.
+#[inline]
+pub(super) fn apply_mask_words(buf: &mut [u8], mask: [u8; 4]) {
     // Fixed 8-byte chunks let the compiler vectorise the loop without any
     // alignment tricks; every chunk starts at a multiple of 4, so the key
     // needs no rotation inside the loop.
@@ -69,6 +78,24 @@ mod tests {
                     apply_mask_reference(&mut slow[start..start + len], mask, offset);
                     assert_eq!(fast, slow, "start {start} len {len} offset {offset}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn simd_and_portable_paths_agree_at_every_alignment_and_length() {
+        let mask = [0xA5, 0x01, 0xFF, 0x3C];
+        let source: Vec<u8> = (0..1200u32).map(|i| (i * 13 + 1) as u8).collect();
+        for start in 0..32 {
+            for len in (0..=257).chain([511, 512, 513, 1024, 1100]) {
+                let mut dispatched = source.clone();
+                let mut portable = source.clone();
+                let mut reference = source.clone();
+                apply_mask(&mut dispatched[start..start + len], mask);
+                apply_mask_words(&mut portable[start..start + len], mask);
+                apply_mask_reference(&mut reference[start..start + len], mask, 0);
+                assert_eq!(dispatched, reference, "dispatch: start {start} len {len}");
+                assert_eq!(portable, reference, "portable: start {start} len {len}");
             }
         }
     }

@@ -3,6 +3,7 @@
 mod close_code;
 mod header;
 mod mask;
+mod mask_simd;
 mod opcode;
 
 pub use close_code::CloseCode;
