@@ -1,0 +1,131 @@
+//! Client for the Autobahn TestSuite (fuzzingserver mode), on tokio.
+//!
+//! Asks the fuzzing server how many cases there are (`/getCaseCount`), runs
+//! each one (`/runCase?case=N&agent=lockgate`: echo every data message back
+//! until the server closes), then tells it to write the reports
+//! (`/updateReports?agent=lockgate`).
+//!
+//! Run the whole conformance suite against it with
+//! `AUTOBAHN_PACKAGE=tokio-lockgate AUTOBAHN_SUFFIX=-tokio bash autobahn/run.sh client`,
+//! or by hand:
+//!
+//! ```text
+//! kosoku -m fuzzingserver 127.0.0.1:9001 -x '12.*' -x '13.*'
+//! cargo run --release -p tokio-lockgate --example autobahn-client -- ws://127.0.0.1:9001
+//! ```
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_lockgate::{Error, Message, WebSocketStream};
+
+const AGENT: &str = "lockgate";
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let base = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "ws://127.0.0.1:9001".to_owned());
+    let base = base.trim_end_matches('/');
+    let started = Instant::now();
+
+    let count = match case_count(base).await {
+        Ok(count) => count,
+        Err(err) => {
+            eprintln!("autobahn-client: getCaseCount failed: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("autobahn-client: running {count} cases against {base}");
+
+    let mut failed = 0;
+    for case in 1..=count {
+        if let Err(err) = run_case(base, case).await {
+            failed += 1;
+            eprintln!("autobahn-client: case {case}: {err}");
+        }
+        if case % 50 == 0 || case == count {
+            println!(
+                "autobahn-client: {case}/{count} cases, {:.1}s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+
+    if let Err(err) = update_reports(base).await {
+        eprintln!("autobahn-client: updateReports failed: {err}");
+        return ExitCode::FAILURE;
+    }
+    if failed > 0 {
+        // The report holds the verdicts; these are connections that could
+        // not even be opened.
+        eprintln!("autobahn-client: {failed} case(s) could not be run");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+async fn case_count(base: &str) -> tokio_lockgate::Result<u32> {
+    let (mut ws, _) = tokio_lockgate::connect_async(format!("{base}/getCaseCount")).await?;
+    let mut count = None;
+    // The server sends the count as text, then closes.
+    loop {
+        match ws.read().await {
+            Ok(Message::Text(text)) => {
+                count = Some(text.trim().parse::<u32>().map_err(|_| {
+                    Error::Io(std::io::Error::other(format!(
+                        "bad case count {:?}",
+                        text.as_str()
+                    )))
+                })?);
+            }
+            Ok(_) => {}
+            Err(Error::ConnectionClosed | Error::AlreadyClosed) => break,
+            Err(err) if count.is_some() => {
+                // We have what we came for; how the server hung up is moot.
+                eprintln!("autobahn-client: getCaseCount: {err}");
+                break;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    count.ok_or_else(|| Error::Io(std::io::Error::other("no case count received")))
+}
+
+/// Runs one case. Errors the case provokes on purpose (protocol violations)
+/// are part of the test and not returned; only a failure to connect is.
+async fn run_case(base: &str, case: u32) -> tokio_lockgate::Result<()> {
+    let (mut ws, _) =
+        tokio_lockgate::connect_async(format!("{base}/runCase?case={case}&agent={AGENT}")).await?;
+    echo_until_closed(&mut ws).await;
+    Ok(())
+}
+
+async fn echo_until_closed<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut WebSocketStream<S>) {
+    loop {
+        match ws.read().await {
+            Ok(msg @ (Message::Text(_) | Message::Binary(_))) => {
+                if ws.send(msg).await.is_err() {
+                    return;
+                }
+            }
+            // Pongs and the close reply are queued and flushed by the library.
+            Ok(Message::Ping(_) | Message::Pong(_) | Message::Close(_)) => {}
+            Err(Error::ConnectionClosed | Error::AlreadyClosed) => return,
+            // A protocol violation or a size limit: `read` has already sent
+            // the close frame with the matching code. Give up on the case.
+            Err(_) => return,
+        }
+    }
+}
+
+async fn update_reports(base: &str) -> tokio_lockgate::Result<()> {
+    let (mut ws, _) =
+        tokio_lockgate::connect_async(format!("{base}/updateReports?agent={AGENT}")).await?;
+    // The server writes the reports and hangs up, possibly without a close
+    // frame; whatever happens after the handshake does not matter.
+    let _ = ws.close(None).await;
+    while ws.read().await.is_ok() {}
+    Ok(())
+}
