@@ -26,6 +26,7 @@
 //! ```
 
 pub mod codec;
+pub mod deflate;
 mod config;
 mod connect;
 mod error;
@@ -52,8 +53,3 @@ pub use message::{CloseFrame, Message};
 pub use proto::WebSocketContext;
 pub use utf8_bytes::Utf8Bytes;
 pub use websocket::WebSocket;
-
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;

@@ -57,3 +57,9 @@ pub use lockgate::{
 pub use split::{WebSocketReadHalf, WebSocketWriteHalf};
 pub use stream::WebSocketStream;
 pub use tls::{Connector, MaybeTlsStream};
+
+/// The workspace README's examples (blocking and tokio), compiled as doc
+/// tests here because this crate can see both.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
