@@ -28,6 +28,7 @@ fn messages() -> Vec<Message> {
 
 fn costly_stream() -> MockStream {
     let mut stream = MockStream::new();
+    stream.discard = true;
     stream.write_cost = Some(Duration::from_nanos(80));
     stream.flush_cost = Some(Duration::from_micros(8));
     stream
@@ -53,6 +54,7 @@ fn write_then_flush(c: &mut Criterion) {
                     }
                     ws.flush().unwrap();
                     assert_eq!(ws.get_ref().flush_calls, 1);
+                    assert!(ws.get_ref().bytes_written > MESSAGES * 20);
                     ws
                 },
                 BatchSize::LargeInput,

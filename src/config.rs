@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::deflate::DeflateConfig;
+
 /// Which end of the connection this is. Clients mask what they send and
 /// servers require masked frames (RFC 6455 section 5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +34,7 @@ pub struct Config {
     pub(crate) max_frame_size: Option<usize>,
     pub(crate) accept_unmasked_frames: bool,
     pub(crate) handshake_timeout: Option<Duration>,
+    pub(crate) deflate: Option<DeflateConfig>,
 }
 
 /// 64 MiB: the largest message accepted by default.
@@ -54,6 +57,7 @@ impl Default for Config {
             max_frame_size: Some(DEFAULT_MAX_FRAME_SIZE),
             accept_unmasked_frames: false,
             handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
+            deflate: None,
         }
     }
 }
@@ -124,6 +128,19 @@ impl Config {
     pub fn handshake_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.handshake_timeout = timeout;
         self
+    }
+
+    /// permessage-deflate (RFC 7692): `Some` to offer it (client) or accept
+    /// it (server) with these settings. Default `None`: compression costs
+    /// CPU and memory per connection, so it is opt-in.
+    pub fn deflate(mut self, deflate: Option<DeflateConfig>) -> Self {
+        self.deflate = deflate;
+        self
+    }
+
+    /// See [`Config::deflate`].
+    pub fn get_deflate(&self) -> Option<&DeflateConfig> {
+        self.deflate.as_ref()
     }
 
     /// See [`Config::handshake_timeout`].

@@ -54,8 +54,13 @@ pub struct MockStream {
     pub reads: VecDeque<ReadStep>,
     pub writes: VecDeque<WriteStep>,
     pub flushes: VecDeque<FlushStep>,
-    /// Every byte accepted by a write, in order.
+    /// Every byte accepted by a write, in order (unless `discard`).
     pub written: Vec<u8>,
+    /// Bytes accepted by writes, counted even when `discard` is set.
+    pub bytes_written: usize,
+    /// Count written bytes without keeping them (benchmarks: no copying or
+    /// page faults in the mock).
+    pub discard: bool,
     /// How many bytes of `written` existed at each successful flush.
     pub flushed_at: Vec<usize>,
     /// Calls to `write` or `write_vectored` that accepted bytes.
@@ -90,7 +95,7 @@ impl MockStream {
 
     /// Bytes written since the last successful flush.
     pub fn unflushed(&self) -> usize {
-        self.written.len() - self.flushed_at.last().copied().unwrap_or(0)
+        self.bytes_written - self.flushed_at.last().copied().unwrap_or(0)
     }
 
     fn next_write(&mut self) -> io::Result<usize> {
@@ -150,7 +155,10 @@ impl Write for MockStream {
         let mut n = 0;
         for buf in bufs {
             let take = buf.len().min(limit);
-            self.written.extend_from_slice(&buf[..take]);
+            if !self.discard {
+                self.written.extend_from_slice(&buf[..take]);
+            }
+            self.bytes_written += take;
             n += take;
             limit -= take;
             if limit == 0 {
@@ -166,7 +174,7 @@ impl Write for MockStream {
             FlushStep::Ok => {
                 spin(self.flush_cost);
                 self.flush_calls += 1;
-                self.flushed_at.push(self.written.len());
+                self.flushed_at.push(self.bytes_written);
                 Ok(())
             }
             FlushStep::WouldBlock => Err(io::ErrorKind::WouldBlock.into()),

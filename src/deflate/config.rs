@@ -1,0 +1,127 @@
+//! [`DeflateConfig`]: what this end offers or accepts for permessage-deflate.
+
+/// permessage-deflate (RFC 7692) settings of one endpoint.
+///
+/// A client offers these parameters; a server accepts the first offer it
+/// can honour, adjusted to these limits. What was agreed is a
+/// [`DeflateParams`](crate::deflate::DeflateParams).
+///
+/// # Memory
+///
+/// Compression state is allocated on the first compressed message, not at
+/// connect time, and freed after each message when the direction has no
+/// context takeover. With zlib's formulas, a compressor uses about
+/// `(1 << (window_bits + 2)) + (1 << (mem_level + 9))` bytes (256 KiB at
+/// 15 bits and level 8) and a decompressor about `1 << window_bits` plus
+/// 7 KiB (39 KiB at 15 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeflateConfig {
+    pub(crate) compression_level: u32,
+    pub(crate) min_compress_size: usize,
+    pub(crate) mem_level: u8,
+    pub(crate) server_no_context_takeover: bool,
+    pub(crate) client_no_context_takeover: bool,
+    pub(crate) server_max_window_bits: u8,
+    pub(crate) client_max_window_bits: u8,
+}
+
+impl Default for DeflateConfig {
+    fn default() -> Self {
+        Self {
+            compression_level: 1,
+            min_compress_size: 64,
+            mem_level: 8,
+            server_no_context_takeover: false,
+            client_no_context_takeover: false,
+            server_max_window_bits: 15,
+            client_max_window_bits: 15,
+        }
+    }
+}
+
+impl DeflateConfig {
+    /// zlib compression level, 0 (store) to 9 (smallest). Default 1: most
+    /// of the size reduction on chatty JSON at a fraction of the CPU.
+    /// Values above 9 are treated as 9.
+    pub fn compression_level(mut self, level: u32) -> Self {
+        self.compression_level = level.min(9);
+        self
+    }
+
+    /// Messages shorter than this are sent uncompressed (compressing them
+    /// costs CPU and rarely saves bytes). Default 64 bytes.
+    pub fn min_compress_size(mut self, bytes: usize) -> Self {
+        self.min_compress_size = bytes;
+        self
+    }
+
+    /// zlib memory level of the compressor, 1 to 9. Default 8. Lower saves
+    /// memory per connection at some cost in ratio and speed.
+    pub fn mem_level(mut self, level: u8) -> Self {
+        self.mem_level = level.clamp(1, 9);
+        self
+    }
+
+    /// Ask (client) or require (server) that the server compress each
+    /// message independently: less memory on both ends, worse ratio.
+    /// Default `false`.
+    pub fn server_no_context_takeover(mut self, yes: bool) -> Self {
+        self.server_no_context_takeover = yes;
+        self
+    }
+
+    /// Ask (client) or require (server) that the client compress each
+    /// message independently. Default `false`.
+    pub fn client_no_context_takeover(mut self, yes: bool) -> Self {
+        self.client_no_context_takeover = yes;
+        self
+    }
+
+    /// The largest LZ77 window the server may use, 8 to 15 bits. Default 15.
+    pub fn server_max_window_bits(mut self, bits: u8) -> Self {
+        self.server_max_window_bits = bits.clamp(8, 15);
+        self
+    }
+
+    /// The largest LZ77 window the client may use, 8 to 15 bits. Default 15.
+    pub fn client_max_window_bits(mut self, bits: u8) -> Self {
+        self.client_max_window_bits = bits.clamp(8, 15);
+        self
+    }
+
+    /// See [`DeflateConfig::compression_level`].
+    pub fn get_compression_level(&self) -> u32 {
+        self.compression_level
+    }
+
+    /// See [`DeflateConfig::min_compress_size`].
+    pub fn get_min_compress_size(&self) -> usize {
+        self.min_compress_size
+    }
+
+    /// See [`DeflateConfig::mem_level`].
+    pub fn get_mem_level(&self) -> u8 {
+        self.mem_level
+    }
+
+    /// See [`DeflateConfig::server_no_context_takeover`].
+    pub fn get_server_no_context_takeover(&self) -> bool {
+        self.server_no_context_takeover
+    }
+
+    /// See [`DeflateConfig::client_no_context_takeover`].
+    pub fn get_client_no_context_takeover(&self) -> bool {
+        self.client_no_context_takeover
+    }
+
+    /// See [`DeflateConfig::server_max_window_bits`].
+    pub fn get_server_max_window_bits(&self) -> u8 {
+        self.server_max_window_bits
+    }
+
+    /// See [`DeflateConfig::client_max_window_bits`].
+    pub fn get_client_max_window_bits(&self) -> u8 {
+        self.client_max_window_bits
+    }
+}
