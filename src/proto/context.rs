@@ -2,13 +2,14 @@
 
 use std::io::IoSlice;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 
 use crate::codec::{FrameCodec, HeaderPoll};
 use crate::config::{Config, Role};
 use crate::error::{CapacityError, Error, ProtocolError, Result};
 use crate::frame::{FrameHeader, OpCode, encoded_header_len};
 use crate::message::{CloseFrame, Message};
+use crate::proto::assembler::Fragments;
 use crate::proto::close_payload::{encode_close, parse_close};
 use crate::proto::state::State;
 use crate::proto::utf8_stream::Utf8Stream;
@@ -16,13 +17,6 @@ use crate::utf8_bytes::Utf8Bytes;
 
 /// The largest control frame payload (RFC 6455 section 5.5).
 const MAX_CONTROL_PAYLOAD: usize = 125;
-
-/// A data message arriving in fragments.
-#[derive(Debug)]
-struct Fragmented {
-    opcode: OpCode,
-    data: BytesMut,
-}
 
 /// One WebSocket connection's protocol state: bytes in, messages out;
 /// messages in, bytes out. It never touches a socket.
@@ -60,7 +54,7 @@ pub struct WebSocketContext {
     config: Config,
     codec: FrameCodec,
     state: State,
-    fragments: Option<Fragmented>,
+    fragments: Option<Fragments>,
     /// Validates the text message currently arriving; `None` while the
     /// current data message is binary.
     text: Option<Utf8Stream>,
@@ -430,7 +424,7 @@ impl WebSocketContext {
             (OpCode::Continuation, None) => {
                 return Err(ProtocolError::UnexpectedContinuation.into());
             }
-            (OpCode::Continuation, Some(f)) => f.data.len() as u64,
+            (OpCode::Continuation, Some(f)) => f.len() as u64,
             (opcode, Some(_)) => return Err(ProtocolError::ExpectedContinuation(opcode).into()),
             (_, None) => 0,
         };
@@ -470,22 +464,20 @@ impl WebSocketContext {
         let msg = match header.opcode {
             OpCode::Text | OpCode::Binary if header.fin => self.complete(header.opcode, payload)?,
             OpCode::Text | OpCode::Binary => {
-                let mut data = BytesMut::with_capacity(payload.len());
-                data.extend_from_slice(&payload);
-                self.fragments = Some(Fragmented {
-                    opcode: header.opcode,
-                    data,
-                });
+                let mut fragments = Fragments::new(header.opcode);
+                fragments.push(payload);
+                self.fragments = Some(fragments);
                 return Ok(None);
             }
             OpCode::Continuation => {
                 let fragments = self.fragments.as_mut().expect("checked with the header");
-                fragments.data.extend_from_slice(&payload);
+                fragments.push(payload);
                 if !header.fin {
                     return Ok(None);
                 }
-                let Fragmented { opcode, data } = self.fragments.take().expect("present");
-                self.complete(opcode, data.freeze())?
+                let fragments = self.fragments.take().expect("present");
+                let opcode = fragments.opcode();
+                self.complete(opcode, fragments.finish())?
             }
             OpCode::Ping => {
                 if self.state.answers_pings() {

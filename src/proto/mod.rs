@@ -1,6 +1,7 @@
 //! The protocol layer: message assembly, validation, control frames and the
 //! closing handshake. Sans-IO: bytes in, messages out; messages in, bytes out.
 
+mod assembler;
 mod close_payload;
 mod context;
 mod state;
