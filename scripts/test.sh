@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one test command (README "Testing"): formatting, lints, docs, every
-# test and doc test, and Autobahn in both modes. It installs what it needs
-# (the Autobahn runner's Python venv) on a fresh machine.
+# test and doc test of both crates (with and without TLS), interop with
+# Python `websockets` and Node `ws`, and Autobahn in both modes through both
+# drivers. It installs what it needs on a fresh machine: the Autobahn
+# runner's venv (PyPI) and the interop peers (PyPI, npm registry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,14 +12,22 @@ step() { printf '\n==> %s\n' "$*"; }
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
+step "cargo clippy -D warnings (default features, then TLS)"
+cargo clippy --all-targets -- -D warnings
+cargo clippy -p tokio-lockgate --all-targets --features rustls -- -D warnings
 
 step "cargo doc (warnings are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
 
-step "cargo test (unit, integration, doc tests)"
-cargo test --workspace
+step "install interop peers (Python websockets, Node ws)"
+bash scripts/install-interop-peers.sh
 
-step "Autobahn conformance (server and client modes)"
+step "cargo test (unit, integration, interop, doc tests)"
+cargo test
+cargo test -p tokio-lockgate --features rustls --test tls
+
+step "Autobahn conformance: blocking driver (server and client modes)"
 bash autobahn/run.sh all
+
+step "Autobahn conformance: tokio adapter (server and client modes)"
+AUTOBAHN_PACKAGE=tokio-lockgate AUTOBAHN_SUFFIX=-tokio bash autobahn/run.sh all

@@ -21,6 +21,19 @@ const MAX_IOVECS: usize = 64;
 pub(crate) struct Core<S> {
     pub(crate) stream: S,
     pub(crate) context: WebSocketContext,
+    /// The closing handshake completed; `ConnectionClosed` is reported once
+    /// the write side of the stream is shut down.
+    shutting_down: bool,
+}
+
+impl<S> Core<S> {
+    pub(crate) fn new(stream: S, context: WebSocketContext) -> Self {
+        Self {
+            stream,
+            context,
+            shutting_down: false,
+        }
+    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
@@ -33,6 +46,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
         cx: &mut Context<'_>,
         wcx: &mut Context<'_>,
     ) -> Poll<Result<Message>> {
+        if self.shutting_down {
+            return self.poll_shutdown_after_close(wcx);
+        }
         loop {
             // A stream that cannot take the owed pong right now must not
             // stop us reading: the peer may be waiting for us to read.
@@ -54,6 +70,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
                 Ok(None) if self.context.wants_input() => ready!(self.poll_fill_input(cx))?,
                 // Closing: what is left is draining our output.
                 Ok(None) => ready!(self.poll_flush_output(wcx))?,
+                Err(Error::ConnectionClosed) => {
+                    self.shutting_down = true;
+                    return self.poll_shutdown_after_close(wcx);
+                }
                 Err(e) => {
                     if e.close_code().is_some() {
                         // Best effort: the connection is failing anyway.
@@ -63,6 +83,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
                 }
             }
         }
+    }
+
+    /// RFC 6455 section 5.5.1: after sending and receiving a Close, an
+    /// endpoint "MUST close the underlying TCP connection". Sending our FIN
+    /// lets a peer that waits for it (Python `websockets` does) finish, even
+    /// while the caller still holds the stream. A failed shutdown changes
+    /// nothing: the handshake is complete either way.
+    fn poll_shutdown_after_close(&mut self, wcx: &mut Context<'_>) -> Poll<Result<Message>> {
+        let _ = ready!(Pin::new(&mut self.stream).poll_shutdown(wcx));
+        self.shutting_down = false;
+        Poll::Ready(Err(Error::ConnectionClosed))
     }
 
     /// After a message was queued: write out if the buffer reached
@@ -110,7 +141,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
     /// Writes the out buffer, with one vectored write per call when it
     /// spans several slices and the stream supports it.
     pub(crate) fn poll_write_output(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let Self { stream, context } = self;
+        let Self { stream, context, .. } = self;
         while context.output_len() > 0 {
             let written = if context.output_chunk_count() > 1 && stream.is_write_vectored() {
                 let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
@@ -131,7 +162,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
 
     /// One read from the stream into the context.
     fn poll_fill_input(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let Self { stream, context } = self;
+        let Self { stream, context, .. } = self;
         loop {
             let mut buf = ReadBuf::new(context.input_spare());
             let polled = Pin::new(&mut *stream).poll_read(cx, &mut buf);

@@ -83,7 +83,7 @@ impl<S> WebSocketStream<S> {
     /// Drives an existing context over `stream`.
     pub fn from_context(stream: S, context: WebSocketContext) -> Self {
         Self {
-            core: Core { stream, context },
+            core: Core::new(stream, context),
             ended: false,
         }
     }

@@ -1,0 +1,154 @@
+"""Python `websockets` client peer for tokio-lockgate/tests/interop.rs.
+
+    python_client.py URL SCENARIO [ARGS...]
+
+Connects to URL (the test's lockgate server), runs one scenario and exits 0,
+or prints the problem on stderr and exits 1. It reports to the test through
+stdout, one JSON object per line:
+
+    {"event": "echo", "kind": "text"|"binary", "len": N}  an echo matched what was sent
+    {"event": "pong", "data": "..."}                      the pong for our ping arrived
+    {"event": "text", "data": "..."}                      a text message arrived
+    {"event": "closed", "code": C, "reason": R}           the close frame it received
+                                                          (code 1006 if none)
+
+Scenarios:
+
+    messages             send a small text, a small binary, 64 KiB text and 64 KiB
+                         binary (all before reading), check each echo, close 1000 "done"
+    large                send 16 MiB binary, check the echo, close 1000 "done"
+    ping DATA            ping with payload DATA, wait for the pong, close 1000 "done"
+    server-ping          wait for one text message (the server pings first and
+                         checks our automatic pong), close 1000 "done"
+    close CODE REASON    start the closing handshake with CODE and REASON
+    wait-close           wait for the server to close
+
+permessage-deflate is disabled (compression=None): lockgate does not implement
+it yet. A later change adds compressed interop.
+
+It exits on its own if stdin reaches EOF (the test process died) or after
+DEADLINE seconds.
+"""
+
+import asyncio
+import json
+import os
+import sys
+import threading
+
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+DEADLINE = 120  # seconds; the Rust test's own timeouts are much shorter
+MAX_SIZE = 64 * 2**20  # the test sends 16 MiB messages
+
+
+def emit(event, **fields):
+    print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def exit_when_parent_goes():
+    """Exit when stdin closes: the test that spawned us is gone."""
+
+    def watch():
+        # os.read, not sys.stdin: a daemon thread blocked inside a buffered
+        # reader aborts the interpreter's shutdown.
+        try:
+            while os.read(0, 4096):
+                pass
+        finally:
+            os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def pattern(n, seed):
+    """n deterministic bytes that are not a short repetition."""
+    block = bytes((i * 31 + seed) & 0xFF for i in range(251))  # 251 is prime
+    return (block * (n // len(block) + 1))[:n]
+
+
+def kind(message):
+    return "text" if isinstance(message, str) else "binary"
+
+
+def length(message):
+    return len(message.encode()) if isinstance(message, str) else len(message)
+
+
+async def echo(ws, messages):
+    for message in messages:
+        await ws.send(message)
+    for sent in messages:
+        got = await ws.recv()
+        if type(got) is not type(sent) or got != sent:
+            raise AssertionError(
+                f"echo mismatch: sent {kind(sent)} of {length(sent)} bytes, "
+                f"got {kind(got)} of {length(got)} bytes"
+            )
+        emit("echo", kind=kind(sent), len=length(sent))
+
+
+async def wait_closed(ws):
+    try:
+        async for message in ws:
+            raise AssertionError(f"unexpected {kind(message)} message while waiting for close")
+    except ConnectionClosed:
+        pass
+    await ws.wait_closed()
+
+
+async def run(url, scenario, args):
+    async with connect(
+        url,
+        compression=None,  # no permessage-deflate yet (see the module doc)
+        max_size=MAX_SIZE,
+        ping_interval=None,  # no keepalive pings: the test decides who pings
+        open_timeout=30,
+    ) as ws:
+        if scenario == "messages":
+            text = "h\u00e9llo, lockgate \u2713 \U0001f512"  # 1-, 2-, 3- and 4-byte UTF-8
+            big_text = "lock gate \u00e9\u2713 " * 4096  # 16 bytes of UTF-8 each: 64 KiB
+            await echo(ws, [text, bytes(range(256)), big_text, pattern(64 * 1024, 7)])
+            await ws.close(1000, "done")
+        elif scenario == "large":
+            await echo(ws, [pattern(16 * 2**20, 11)])
+            await ws.close(1000, "done")
+        elif scenario == "ping":
+            (data,) = args
+            pong = await ws.ping(data.encode())
+            # Resolves only for a pong with the ping's payload.
+            await pong
+            emit("pong", data=data)
+            await ws.close(1000, "done")
+        elif scenario == "server-ping":
+            # websockets answers the server's ping by itself and does not
+            # expose it; the server checks the pong.
+            message = await ws.recv()
+            if not isinstance(message, str):
+                raise AssertionError(f"expected text, got binary of {len(message)} bytes")
+            emit("text", data=message)
+            await ws.close(1000, "done")
+        elif scenario == "close":
+            code, reason = args
+            await ws.close(int(code), reason)
+        elif scenario == "wait-close":
+            await wait_closed(ws)
+        else:
+            raise ValueError(f"unknown scenario {scenario!r}")
+        await ws.wait_closed()
+    emit("closed", code=ws.close_code, reason=ws.close_reason)
+
+
+async def main():
+    exit_when_parent_goes()
+    url, scenario, *args = sys.argv[1:]
+    await asyncio.wait_for(run(url, scenario, args), DEADLINE)
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except Exception as exc:
+        print(f"python_client: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
