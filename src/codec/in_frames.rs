@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 use crate::error::ProtocolError;
 use crate::frame::{FrameHeader, HeaderParse, apply_mask_at};
@@ -116,7 +116,9 @@ impl InFrames {
         match FrameHeader::parse(&self.buf)? {
             HeaderParse::Partial => Ok(HeaderPoll::NeedMore),
             HeaderParse::Complete(header, len) => {
-                let _ = self.buf.split_to(len);
+                // `advance` moves the start; `split_to` would create and
+                // drop a shared handle for every frame.
+                self.buf.advance(len);
                 self.current = Some(InFrame {
                     header,
                     unmasked: 0,
