@@ -10,6 +10,8 @@ use http::{Method, Request, Response, StatusCode, Uri, Version};
 
 use super::accept_key::{derive_accept_key, generate_key};
 use super::head::{self, HeadReader, MAX_HEADERS};
+use crate::deflate::params::{client_check_response, client_offer};
+use crate::deflate::{DeflateConfig, DeflateParams};
 use crate::error::{Error, HandshakeError, Result};
 
 /// Something a WebSocket client request can be built from: a `ws://` or
@@ -218,7 +220,8 @@ fn serialize_request(request: &Request<()>) -> Vec<u8> {
 ///
 /// The calling contract:
 ///
-/// 1. [`ClientHandshake::new`] builds the request. Write all of
+/// 1. [`ClientHandshake::new`] (or [`with_deflate`](Self::with_deflate),
+///    to offer permessage-deflate) builds the request. Write all of
 ///    [`request_bytes`](Self::request_bytes) to the connection and flush.
 /// 2. Pass every chunk read from the connection to
 ///    [`receive`](Self::receive) until it returns `Ok(Some(done))`;
@@ -234,7 +237,8 @@ fn serialize_request(request: &Request<()>) -> Vec<u8> {
 /// The response must be `101 Switching Protocols` with `Upgrade: websocket`,
 /// `Connection: upgrade`, the right `Sec-WebSocket-Accept`, at most one
 /// `Sec-WebSocket-Protocol` among those offered, and no
-/// `Sec-WebSocket-Extensions` (lockgate negotiates none yet).
+/// `Sec-WebSocket-Extensions` other than a valid answer to the
+/// permessage-deflate offer of [`with_deflate`](Self::with_deflate).
 ///
 /// # Examples
 ///
@@ -262,6 +266,8 @@ pub struct ClientHandshake {
     request_bytes: Vec<u8>,
     /// The `Sec-WebSocket-Accept` the server must answer with.
     accept: String,
+    /// What was offered, for checking the answer.
+    deflate: Option<DeflateConfig>,
     reader: HeadReader,
     finished: bool,
 }
@@ -277,11 +283,20 @@ pub struct ClientHandshakeDone {
     /// Bytes received after the response head: the first frames from the
     /// server. Read them before anything else from the connection.
     pub leftover: Bytes,
+    /// The permessage-deflate parameters the server accepted; `None` when
+    /// it was not offered ([`ClientHandshake::new`]) or the server declined
+    /// it.
+    pub deflate: Option<DeflateParams>,
 }
 
 impl ClientHandshake {
     /// Starts a handshake for `request` (a `ws://`/`wss://` URL or an
     /// [`http::Request`], see [`IntoClientRequest`]).
+    ///
+    /// No extension is offered (see [`with_deflate`](Self::with_deflate)).
+    /// A `Sec-WebSocket-Extensions` header the caller set is sent as given,
+    /// but the handshake fails if the server accepts any extension, since
+    /// lockgate could not honour it.
     ///
     /// # Errors
     ///
@@ -289,9 +304,58 @@ impl ClientHandshake {
     /// [`IntoClientRequest::into_client_request`]) or carries more than one
     /// `Sec-WebSocket-Key`.
     pub fn new(request: impl IntoClientRequest) -> Result<Self> {
+        Self::with_deflate(request, None)
+    }
+
+    /// Starts a handshake for `request` that offers permessage-deflate
+    /// (RFC 7692) with `deflate`'s settings; with `None` it is
+    /// [`ClientHandshake::new`].
+    ///
+    /// The offer is added as `Sec-WebSocket-Extensions` (see
+    /// [`DeflateConfig`] for its parameters). The server's answer is
+    /// checked when the response arrives, and what was agreed is
+    /// [`ClientHandshakeDone::deflate`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`ClientHandshake::new`], and [`HandshakeError::BadUrl`] if
+    /// `deflate` is `Some` and the request already has a
+    /// `Sec-WebSocket-Extensions` header: lockgate writes the offer itself
+    /// and can only honour answers to its own offer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockgate::deflate::DeflateConfig;
+    /// use lockgate::handshake::ClientHandshake;
+    ///
+    /// let config = DeflateConfig::default().client_max_window_bits(12);
+    /// let handshake = ClientHandshake::with_deflate("ws://example.com/", Some(config)).unwrap();
+    /// assert_eq!(
+    ///     handshake.request().headers()["sec-websocket-extensions"],
+    ///     "permessage-deflate; client_max_window_bits=12",
+    /// );
+    /// ```
+    pub fn with_deflate(
+        request: impl IntoClientRequest,
+        deflate: Option<DeflateConfig>,
+    ) -> Result<Self> {
         // Completing again is a no-op for the provided impls and covers
         // user impls that return a bare request.
-        let request = complete_request(request.into_client_request()?)?;
+        let mut request = complete_request(request.into_client_request()?)?;
+        let deflate = crate::deflate::usable(deflate);
+        if let Some(config) = &deflate {
+            if request.headers().contains_key(SEC_WEBSOCKET_EXTENSIONS) {
+                return Err(bad_url(
+                    "the request already has Sec-WebSocket-Extensions; \
+                     lockgate writes the permessage-deflate offer itself"
+                        .into(),
+                ));
+            }
+            request
+                .headers_mut()
+                .insert(SEC_WEBSOCKET_EXTENSIONS, client_offer(config));
+        }
         let key = head::single_value(request.headers(), SEC_WEBSOCKET_KEY)
             .ok_or_else(|| bad_url("the request has more than one Sec-WebSocket-Key".into()))?;
         let accept = derive_accept_key(key);
@@ -300,6 +364,7 @@ impl ClientHandshake {
             request,
             request_bytes,
             accept,
+            deflate,
             reader: HeadReader::new(),
             finished: false,
         })
@@ -332,7 +397,9 @@ impl ClientHandshake {
     ///   response's body is the bytes that followed the head in the input
     ///   received so far (`None` if there were none); the rest of the body
     ///   is not waited for.
-    /// - [`HandshakeError::BadResponse`]: a 101 that breaks RFC 6455.
+    /// - [`HandshakeError::BadResponse`]: a 101 that breaks RFC 6455, or
+    ///   whose `Sec-WebSocket-Extensions` is not a valid answer to the
+    ///   offer (RFC 7692).
     ///
     /// After returning the response or an error, further calls return
     /// [`Error::AlreadyClosed`].
@@ -354,8 +421,17 @@ impl ClientHandshake {
             let response = Response::from_parts(parts, body);
             return Err(HandshakeError::UnexpectedResponse(Box::new(response)).into());
         }
-        check_response(&response, self.request.headers(), &self.accept)?;
-        Ok(Some(ClientHandshakeDone { response, leftover }))
+        let deflate = check_response(
+            &response,
+            self.request.headers(),
+            &self.accept,
+            self.deflate.as_ref(),
+        )?;
+        Ok(Some(ClientHandshakeDone {
+            response,
+            leftover,
+            deflate,
+        }))
     }
 }
 
@@ -389,11 +465,13 @@ fn parse_response(head: head::Head) -> Result<(Response<()>, Bytes), HandshakeEr
 }
 
 /// The checks of RFC 6455 section 4.1 on a 101 response, in its order.
+/// Returns the negotiated permessage-deflate parameters.
 fn check_response(
     response: &Response<()>,
     request: &HeaderMap,
     accept: &str,
-) -> Result<(), HandshakeError> {
+    deflate: Option<&DeflateConfig>,
+) -> Result<Option<DeflateParams>, HandshakeError> {
     let headers = response.headers();
     if response.version() != Version::HTTP_11 {
         return Err(HandshakeError::BadResponse(
@@ -437,6 +515,7 @@ fn check_response(
     check_extensions(
         request.get_all(SEC_WEBSOCKET_EXTENSIONS),
         headers.get_all(SEC_WEBSOCKET_EXTENSIONS),
+        deflate,
     )
 }
 
@@ -469,24 +548,29 @@ fn check_protocol(request: &HeaderMap, response: &HeaderMap) -> Result<(), Hands
     Ok(())
 }
 
-/// Checks the extensions the server accepted against those offered.
+/// Checks the extensions the server accepted against those offered and
+/// returns the negotiated permessage-deflate parameters.
 ///
-/// lockgate implements no extension yet, so any accepted extension fails
-/// the handshake ("If the response includes a |Sec-WebSocket-Extensions|
-/// header field and this header field indicates the use of an extension
-/// that was not present in the client's handshake [...], the client MUST
-/// _Fail the WebSocket Connection_"). An offer the caller wrote by hand
-/// cannot be honoured either. permessage-deflate will parse both lists here
-/// and return the negotiated parameters.
+/// "If the response includes a |Sec-WebSocket-Extensions| header field and
+/// this header field indicates the use of an extension that was not
+/// present in the client's handshake [...], the client MUST _Fail the
+/// WebSocket Connection_." With a deflate config, the request carries
+/// lockgate's own offer (see [`ClientHandshake::with_deflate`]) and the
+/// answer is checked against it. Without one, any accepted extension fails
+/// the handshake: an offer the caller wrote by hand cannot be honoured.
 fn check_extensions(
     offered: GetAll<'_, HeaderValue>,
     accepted: GetAll<'_, HeaderValue>,
-) -> Result<(), HandshakeError> {
+    deflate: Option<&DeflateConfig>,
+) -> Result<Option<DeflateParams>, HandshakeError> {
+    if let Some(config) = deflate {
+        return client_check_response(config, accepted);
+    }
     let accepted_any = accepted
         .iter()
         .any(|value| !value.as_bytes().trim_ascii().is_empty());
     if !accepted_any {
-        return Ok(());
+        return Ok(None);
     }
     if offered.iter().next().is_none() {
         Err(HandshakeError::BadResponse(

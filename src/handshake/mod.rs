@@ -7,6 +7,13 @@
 //! socket: the caller moves the bytes, so the same code serves the blocking
 //! and the async drivers.
 //!
+//! Extensions: permessage-deflate (RFC 7692) is negotiated when a
+//! [`DeflateConfig`](crate::deflate::DeflateConfig) is given
+//! ([`ClientHandshake::with_deflate`], [`ServerHandshake::with_deflate`],
+//! [`upgrade_response_with_deflate`]); the agreed
+//! [`DeflateParams`](crate::deflate::DeflateParams) are in the handshake's
+//! result. Without one, no extension is offered or accepted.
+//!
 //! Heads are read incrementally: each input is scanned once for the end of
 //! the head and checked against the limits (64 KiB head, 8 KiB line, 100
 //! header fields) before it is buffered, and the complete head is parsed
@@ -42,5 +49,5 @@ pub use accept_key::{derive_accept_key, generate_key};
 pub use client::{ClientHandshake, ClientHandshakeDone, IntoClientRequest};
 pub use server::{
     Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone,
-    error_response_bytes, upgrade_response,
+    error_response_bytes, upgrade_response, upgrade_response_with_deflate,
 };

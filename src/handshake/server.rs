@@ -14,6 +14,8 @@ use http::{Request, Response, StatusCode, Uri, Version};
 
 use super::accept_key::derive_accept_key;
 use super::head::{self, HeadReader, MAX_HEADERS};
+use crate::deflate::params::server_negotiate;
+use crate::deflate::{DeflateConfig, DeflateParams};
 use crate::error::{Error, HandshakeError, Result};
 
 /// The response a [`Callback`] refuses a request with: any status, headers
@@ -40,6 +42,12 @@ pub type ErrorResponse = Response<Option<String>>;
 /// [`ServerHandshake::receive`] fails with
 /// [`HandshakeError::InvalidCallbackResponse`] (a server bug, answered with
 /// 500).
+///
+/// The response carries the `Sec-WebSocket-Extensions` lockgate negotiated
+/// (see [`ServerHandshake::with_deflate`]). The callback may remove that
+/// header to decline compression for this connection
+/// ([`ServerHandshakeDone::deflate`] is then `None`), but may not change it
+/// or add one.
 ///
 /// # Examples
 ///
@@ -140,8 +148,9 @@ impl Callback for NoCallback {
 /// The request must be `GET` over HTTP/1.1 with exactly one `Host`, an
 /// `Upgrade` list holding `websocket`, a `Connection` list holding
 /// `upgrade`, `Sec-WebSocket-Version: 13` (else 426) and a
-/// `Sec-WebSocket-Key` of 16 bytes in base64. Extension offers are ignored:
-/// lockgate negotiates none yet.
+/// `Sec-WebSocket-Key` of 16 bytes in base64. Extension offers are
+/// declined, except permessage-deflate when the handshake was started with
+/// [`with_deflate`](Self::with_deflate).
 ///
 /// [`error_response_bytes(&e)`]: error_response_bytes
 ///
@@ -163,6 +172,8 @@ impl Callback for NoCallback {
 pub struct ServerHandshake<C: Callback> {
     /// `None` once the handshake has finished, either way.
     callback: Option<C>,
+    /// What permessage-deflate offers are accepted with, if at all.
+    deflate: Option<DeflateConfig>,
     reader: HeadReader,
 }
 
@@ -179,15 +190,61 @@ pub struct ServerHandshakeDone {
     /// Bytes received after the request head: the client's first frames.
     /// Read them before anything else from the connection.
     pub leftover: Bytes,
+    /// The permessage-deflate parameters agreed in the response; `None`
+    /// when the handshake had no deflate config, the client offered nothing
+    /// acceptable, or the callback removed the extension.
+    pub deflate: Option<DeflateParams>,
 }
 
 impl<C: Callback> ServerHandshake<C> {
     /// Starts a handshake that will consult `callback` once the request is
     /// complete and valid. Pass [`NoCallback`] to accept every valid
     /// request as is.
+    ///
+    /// Every extension offer is declined.
     pub fn new(callback: C) -> Self {
+        Self::with_deflate(callback, None)
+    }
+
+    /// Starts a handshake that accepts permessage-deflate (RFC 7692) with
+    /// `deflate`'s settings; with `None` it is [`ServerHandshake::new`].
+    ///
+    /// The first permessage-deflate offer of the request (in order across
+    /// its `Sec-WebSocket-Extensions` fields) that is well-formed and
+    /// compatible with `deflate` is accepted; malformed offers (unknown or
+    /// repeated parameters, invalid values) are skipped, as RFC 7692
+    /// section 5 requires. The answer grants the no-context-takeover
+    /// parameters the client asked for or `deflate` requires, and the
+    /// smaller of the offered and configured window bits. An offer without
+    /// `client_max_window_bits` is declined when `deflate` limits the
+    /// client's window below 15, since the server may not limit it then.
+    ///
+    /// The callback sees the answer in the response it is given; what was
+    /// agreed is [`ServerHandshakeDone::deflate`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockgate::deflate::DeflateConfig;
+    /// use lockgate::handshake::{NoCallback, ServerHandshake};
+    ///
+    /// let config = DeflateConfig::default().server_max_window_bits(12);
+    /// let mut handshake = ServerHandshake::with_deflate(NoCallback, Some(config));
+    /// let request = b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n\
+    ///     Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+    ///     Sec-WebSocket-Version: 13\r\n\
+    ///     Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n";
+    /// let done = handshake.receive(request).unwrap().expect("complete");
+    /// assert_eq!(
+    ///     done.response.headers()["sec-websocket-extensions"],
+    ///     "permessage-deflate; server_max_window_bits=12",
+    /// );
+    /// assert_eq!(done.deflate.unwrap().server_max_window_bits, 12);
+    /// ```
+    pub fn with_deflate(callback: C, deflate: Option<DeflateConfig>) -> Self {
         Self {
             callback: Some(callback),
+            deflate: crate::deflate::usable(deflate),
             reader: HeadReader::new(),
         }
     }
@@ -226,7 +283,7 @@ impl<C: Callback> ServerHandshake<C> {
                 self.callback = Some(callback);
                 Ok(None)
             }
-            Ok(Some(head)) => Ok(Some(accept(head, callback)?)),
+            Ok(Some(head)) => Ok(Some(accept(head, callback, self.deflate.as_ref())?)),
             Err(error) => Err(error.into()),
         }
     }
@@ -280,6 +337,48 @@ impl<C: Callback> fmt::Debug for ServerHandshake<C> {
 /// assert_eq!(response.headers()["sec-websocket-accept"], "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 /// ```
 pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, HandshakeError> {
+    Ok(upgrade_response_with_deflate(request, None)?.0)
+}
+
+/// [`upgrade_response`] that also accepts permessage-deflate (RFC 7692)
+/// with `deflate`'s settings, as [`ServerHandshake::with_deflate`] does.
+///
+/// Returns the 101 response, carrying the `Sec-WebSocket-Extensions`
+/// answer if an offer was accepted, and the agreed parameters. If the
+/// caller removes that header from the response before sending it, the
+/// connection must run without compression.
+///
+/// # Errors
+///
+/// As for [`upgrade_response`].
+///
+/// # Examples
+///
+/// ```
+/// use lockgate::deflate::DeflateConfig;
+///
+/// let request = http::Request::get("/ws")
+///     .header("host", "example.com")
+///     .header("upgrade", "websocket")
+///     .header("connection", "Upgrade")
+///     .header("sec-websocket-version", "13")
+///     .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+///     .header("sec-websocket-extensions", "permessage-deflate; client_max_window_bits")
+///     .body(())
+///     .unwrap();
+/// let config = DeflateConfig::default().client_no_context_takeover(true);
+/// let (response, deflate) =
+///     lockgate::handshake::upgrade_response_with_deflate(&request, Some(&config)).unwrap();
+/// assert_eq!(
+///     response.headers()["sec-websocket-extensions"],
+///     "permessage-deflate; client_no_context_takeover",
+/// );
+/// assert!(deflate.unwrap().client_no_context_takeover);
+/// ```
+pub fn upgrade_response_with_deflate<B>(
+    request: &Request<B>,
+    deflate: Option<&DeflateConfig>,
+) -> Result<(Response<()>, Option<DeflateParams>), HandshakeError> {
     // RFC 6455 section 4.2.1: "An HTTP/1.1 or higher GET request".
     if request.method() != http::Method::GET {
         return Err(HandshakeError::BadRequest("the method is not GET"));
@@ -287,14 +386,29 @@ pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, Handsha
     if request.version() < Version::HTTP_11 {
         return Err(HandshakeError::BadRequest("HTTP/1.1 is required"));
     }
-    Ok(switching_protocols(request)?.0)
+    let deflate = crate::deflate::usable(deflate.copied());
+    let (response, _accept, extensions) = switching_protocols(request, deflate.as_ref())?;
+    Ok((response, extensions.map(|(params, _)| params)))
 }
 
 /// The 101 response for a request that passes [`check_request`], with the
-/// accept key and the negotiated extensions it carries.
+/// accept key, and the negotiated permessage-deflate parameters with the
+/// `Sec-WebSocket-Extensions` value the response carries for them.
+#[allow(
+    clippy::type_complexity,
+    reason = "a private helper returning its three results"
+)]
 fn switching_protocols<B>(
     request: &Request<B>,
-) -> Result<(Response<()>, HeaderValue, Option<HeaderValue>), HandshakeError> {
+    deflate: Option<&DeflateConfig>,
+) -> Result<
+    (
+        Response<()>,
+        HeaderValue,
+        Option<(DeflateParams, HeaderValue)>,
+    ),
+    HandshakeError,
+> {
     let key = check_request(request)?;
     let accept =
         HeaderValue::try_from(derive_accept_key(key)).expect("base64 is a valid header value");
@@ -304,9 +418,10 @@ fn switching_protocols<B>(
     headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
     headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
     headers.insert(SEC_WEBSOCKET_ACCEPT, accept.clone());
-    let extensions = negotiate_extensions(request.headers().get_all(SEC_WEBSOCKET_EXTENSIONS));
-    if let Some(extensions) = &extensions {
-        headers.insert(SEC_WEBSOCKET_EXTENSIONS, extensions.clone());
+    let extensions =
+        negotiate_extensions(request.headers().get_all(SEC_WEBSOCKET_EXTENSIONS), deflate);
+    if let Some((_, answer)) = &extensions {
+        headers.insert(SEC_WEBSOCKET_EXTENSIONS, answer.clone());
     }
     Ok((response, accept, extensions))
 }
@@ -316,19 +431,21 @@ fn switching_protocols<B>(
 fn accept(
     head: head::Head,
     callback: impl Callback,
+    deflate: Option<&DeflateConfig>,
 ) -> Result<ServerHandshakeDone, HandshakeError> {
     let (request, leftover) = parse_request(head)?;
-    let (response, accept, extensions) = switching_protocols(&request)?;
+    let (response, accept, extensions) = switching_protocols(&request, deflate)?;
     let response = callback
         .on_request(&request, response)
         .map_err(|refusal| HandshakeError::Rejected(Box::new(refusal)))?;
-    check_callback_response(request.headers(), &response, &accept, extensions.as_ref())?;
+    let deflate = check_callback_response(request.headers(), &response, &accept, extensions)?;
     let response_bytes = serialize_response(&response);
     Ok(ServerHandshakeDone {
         request,
         response,
         response_bytes,
         leftover,
+        deflate,
     })
 }
 
@@ -404,24 +521,31 @@ fn check_request<B>(request: &Request<B>) -> Result<&[u8], HandshakeError> {
     Ok(key)
 }
 
-/// The `Sec-WebSocket-Extensions` answer to the client's offers, if any.
+/// The answer to the client's extension offers: the permessage-deflate
+/// parameters and the `Sec-WebSocket-Extensions` value, if an offer was
+/// accepted.
 ///
-/// lockgate implements no extension yet, so every offer is declined (RFC
-/// 6455 section 9.1 lets the server ignore offers). permessage-deflate will
-/// parse the offers here and return its accepted parameters.
-fn negotiate_extensions(_offers: GetAll<'_, HeaderValue>) -> Option<HeaderValue> {
-    None
+/// permessage-deflate is the only extension lockgate implements, and only
+/// with a deflate config; every other offer is declined (RFC 6455 section
+/// 9.1 lets the server ignore offers).
+fn negotiate_extensions(
+    offers: GetAll<'_, HeaderValue>,
+    deflate: Option<&DeflateConfig>,
+) -> Option<(DeflateParams, HeaderValue)> {
+    server_negotiate(deflate?, offers)
 }
 
 /// Refuses a callback response that would make the handshake fail or the
 /// connection misbehave. Such a response is a bug in the server, reported
-/// with 500 rather than sent.
+/// with 500 rather than sent. Returns the permessage-deflate parameters the
+/// response still carries: the callback may remove the negotiated
+/// `Sec-WebSocket-Extensions` to decline them.
 fn check_callback_response(
     request: &HeaderMap,
     response: &Response<()>,
     accept: &HeaderValue,
-    extensions: Option<&HeaderValue>,
-) -> Result<(), HandshakeError> {
+    extensions: Option<(DeflateParams, HeaderValue)>,
+) -> Result<Option<DeflateParams>, HandshakeError> {
     let headers = response.headers();
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
         return Err(HandshakeError::InvalidCallbackResponse(
@@ -454,16 +578,20 @@ fn check_callback_response(
             ));
         }
     }
-    if !headers
-        .get_all(SEC_WEBSOCKET_EXTENSIONS)
-        .iter()
-        .eq(extensions)
-    {
-        return Err(HandshakeError::InvalidCallbackResponse(
+    let mut answers = headers.get_all(SEC_WEBSOCKET_EXTENSIONS).into_iter();
+    match (answers.next(), extensions) {
+        // Nothing negotiated and nothing added, or the callback removed
+        // the answer to decline.
+        (None, _) => Ok(None),
+        (Some(answer), Some((params, negotiated)))
+            if *answer == negotiated && answers.next().is_none() =>
+        {
+            Ok(Some(params))
+        }
+        (Some(_), _) => Err(HandshakeError::InvalidCallbackResponse(
             "Sec-WebSocket-Extensions was changed; lockgate negotiates extensions itself",
-        ));
+        )),
     }
-    Ok(())
 }
 
 /// `HTTP/1.1 <code> <reason>` and CRLF. The reason phrase is the canonical
