@@ -9,11 +9,14 @@
 /// # Memory
 ///
 /// Compression state is allocated on the first compressed message, not at
-/// connect time, and freed after each message when the direction has no
-/// context takeover. With zlib's formulas, a compressor uses about
-/// `(1 << (window_bits + 2)) + (1 << (mem_level + 9))` bytes (256 KiB at
-/// 15 bits and level 8) and a decompressor about `1 << window_bits` plus
-/// 7 KiB (39 KiB at 15 bits).
+/// connect time, and dropped after each message in a direction without
+/// context takeover, so an idle connection holds none. Measured with the
+/// zlib-rs backend (counting allocator): a compressor takes 245 KiB at 9
+/// window bits up to 371 KiB at 15; a decompressor takes 46 KiB whatever
+/// the window bits. A connection with context takeover in both directions
+/// therefore holds about 417 KiB once it has compressed and decompressed a
+/// message; with `server_no_context_takeover` and
+/// `client_no_context_takeover`, nothing between messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeflateConfig {
@@ -24,6 +27,16 @@ pub struct DeflateConfig {
     pub(crate) client_no_context_takeover: bool,
     pub(crate) server_max_window_bits: u8,
     pub(crate) client_max_window_bits: u8,
+}
+
+/// What an endpoint can actually offer or accept: nothing without the
+/// `deflate` feature, whatever the configuration says.
+pub(crate) fn usable(config: Option<DeflateConfig>) -> Option<DeflateConfig> {
+    if cfg!(feature = "deflate") {
+        config
+    } else {
+        None
+    }
 }
 
 impl Default for DeflateConfig {
@@ -56,8 +69,8 @@ impl DeflateConfig {
         self
     }
 
-    /// zlib memory level of the compressor, 1 to 9. Default 8. Lower saves
-    /// memory per connection at some cost in ratio and speed.
+    /// zlib memory level of the compressor, 1 to 9. Default 8. Accepted for
+    /// zlib compatibility; the zlib-rs backend always uses 8.
     pub fn mem_level(mut self, level: u8) -> Self {
         self.mem_level = level.clamp(1, 9);
         self

@@ -1,9 +1,15 @@
 //! permessage-deflate (RFC 7692): negotiation and compression.
 //!
 //! [`DeflateConfig`] says what an endpoint offers or accepts;
-//! the negotiated parameters are what both ends agreed in the opening
-//! handshake.
+//! [`DeflateParams`] is what both ends agreed in the opening handshake.
+//! Compression itself needs the `deflate` cargo feature (on by default);
+//! without it nothing is offered or accepted.
 
+#[cfg(feature = "deflate")]
+pub(crate) mod codec;
 mod config;
+pub(crate) mod params;
 
 pub use config::DeflateConfig;
+pub(crate) use config::usable;
+pub use params::DeflateParams;
