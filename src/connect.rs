@@ -11,10 +11,12 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::config::{Config, Role};
+use crate::deflate::DeflateParams;
 use crate::error::{Error, HandshakeError, Result};
 use crate::handshake::{
     Callback, ClientHandshake, IntoClientRequest, NoCallback, ServerHandshake, error_response_bytes,
 };
+use crate::proto::WebSocketContext;
 use crate::websocket::WebSocket;
 
 /// How much one handshake read asks for.
@@ -60,7 +62,7 @@ pub fn accept_hdr_with_config<S: Read + Write, C: Callback>(
     callback: C,
     config: Config,
 ) -> Result<WebSocket<S>> {
-    let mut handshake = ServerHandshake::new(callback);
+    let mut handshake = ServerHandshake::with_deflate(callback, config.deflate);
     let mut buf = [0u8; HANDSHAKE_READ];
     loop {
         let n = read_some(&mut stream, &mut buf)?;
@@ -68,12 +70,8 @@ pub fn accept_hdr_with_config<S: Read + Write, C: Callback>(
             Ok(None) => {}
             Ok(Some(done)) => {
                 write_all_and_flush(&mut stream, &done.response_bytes)?;
-                return Ok(WebSocket::from_partially_read(
-                    stream,
-                    &done.leftover,
-                    Role::Server,
-                    config,
-                ));
+                let context = opened(Role::Server, config, done.deflate, &done.leftover);
+                return Ok(WebSocket::from_context(stream, context));
             }
             Err(Error::Handshake(e)) => {
                 // The peer should learn why; failing to tell it changes nothing.
@@ -108,14 +106,14 @@ pub fn client_with_config<S: Read + Write, R: IntoClientRequest>(
     mut stream: S,
     config: Config,
 ) -> Result<(WebSocket<S>, http::Response<()>)> {
-    let mut handshake = ClientHandshake::new(request)?;
+    let mut handshake = ClientHandshake::with_deflate(request, config.deflate)?;
     write_all_and_flush(&mut stream, handshake.request_bytes())?;
     let mut buf = [0u8; HANDSHAKE_READ];
     loop {
         let n = read_some(&mut stream, &mut buf)?;
         if let Some(done) = handshake.receive(&buf[..n])? {
-            let ws = WebSocket::from_partially_read(stream, &done.leftover, Role::Client, config);
-            return Ok((ws, done.response));
+            let context = opened(Role::Client, config, done.deflate, &done.leftover);
+            return Ok((WebSocket::from_context(stream, context), done.response));
         }
     }
 }
@@ -181,6 +179,19 @@ fn connect_tcp(host: &str, port: u16, timeout: Option<Duration>) -> io::Result<T
     }
     Err(last_error
         .unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "host resolved to no address")))
+}
+
+/// The protocol state right after a handshake: what it negotiated, and the
+/// frame bytes that arrived with it.
+fn opened(
+    role: Role,
+    config: Config,
+    deflate: Option<DeflateParams>,
+    leftover: &[u8],
+) -> WebSocketContext {
+    let mut context = WebSocketContext::with_deflate(role, config, deflate);
+    context.feed(leftover);
+    context
 }
 
 fn read_some<S: Read>(stream: &mut S, buf: &mut [u8]) -> Result<usize> {

@@ -96,6 +96,13 @@ pub enum ProtocolError {
     /// A text message (or close reason) that is not UTF-8.
     #[error("invalid UTF-8 in a text message")]
     InvalidUtf8,
+    /// A compressed message (RSV1 with permessage-deflate) whose payload is
+    /// not valid DEFLATE data. Closes with 1007 for text, 1002 for binary.
+    #[error("invalid compressed data in a {} message", if *.text { "text" } else { "binary" })]
+    InvalidCompressedData {
+        /// Whether the message was text.
+        text: bool,
+    },
     /// A close frame with a one-byte payload.
     #[error("close frame with a 1-byte payload")]
     InvalidClosePayload,
@@ -122,6 +129,7 @@ impl ProtocolError {
     /// frame is sent (the stream ended, or the caller misused the API).
     pub fn close_code(&self) -> Option<CloseCode> {
         match self {
+            ProtocolError::InvalidCompressedData { text: true } => Some(CloseCode::Invalid),
             ProtocolError::InvalidUtf8 | ProtocolError::InvalidCloseReason => {
                 Some(CloseCode::Invalid)
             }

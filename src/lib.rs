@@ -26,9 +26,9 @@
 //! ```
 
 pub mod codec;
-pub mod deflate;
 mod config;
 mod connect;
+pub mod deflate;
 mod error;
 pub mod frame;
 pub mod handshake;

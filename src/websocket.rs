@@ -167,6 +167,13 @@ impl<S: Read + Write> WebSocket<S> {
     pub fn write(&mut self, msg: Message) -> Result<()> {
         self.context.prepare_output();
         self.context.write(msg)?;
+        self.after_write()
+    }
+
+    /// Writes out what a queued message made due: everything and a flush if
+    /// a pong or close is owed, everything without a flush once the buffer
+    /// reached `write_buffer_size`.
+    fn after_write(&mut self) -> Result<()> {
         if self.context.flush_owed() {
             self.flush_output()
         } else if self.context.should_write_out() {
@@ -174,6 +181,19 @@ impl<S: Read + Write> WebSocket<S> {
         } else {
             Ok(())
         }
+    }
+
+    /// [`write`](Self::write), but never compressed, whatever
+    /// permessage-deflate negotiated (see
+    /// [`WebSocketContext::write_uncompressed`]).
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write).
+    pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
+        self.context.prepare_output();
+        self.context.write_uncompressed(msg)?;
+        self.after_write()
     }
 
     /// Writes everything buffered and flushes the stream.

@@ -2,15 +2,17 @@
 
 use std::io::IoSlice;
 
-use bytes::{Buf, Bytes};
+use bytes::{Buf, Bytes, BytesMut};
 
 use crate::codec::{FrameCodec, HeaderPoll};
 use crate::config::{Config, Role};
+use crate::deflate::DeflateParams;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
 use crate::frame::{FrameHeader, OpCode, encoded_header_len};
 use crate::message::{CloseFrame, Message};
 use crate::proto::assembler::Fragments;
 use crate::proto::close_payload::{encode_close, parse_close};
+use crate::proto::compression::{self, Compression};
 use crate::proto::state::State;
 use crate::proto::utf8_stream::Utf8Stream;
 use crate::utf8_bytes::Utf8Bytes;
@@ -63,11 +65,29 @@ pub struct WebSocketContext {
     /// A close frame to send: our reply, or the failure of the connection.
     pending_close: Option<Option<CloseFrame>>,
     flush_owed: bool,
+    /// What permessage-deflate negotiated, if anything.
+    deflate: Option<DeflateParams>,
+    compression: Option<Compression>,
+    /// The message being received is compressed: its inflated bytes so far.
+    inflating: Option<BytesMut>,
 }
 
 impl WebSocketContext {
-    /// A context for a connection whose opening handshake is done.
+    /// A context for a connection whose opening handshake is done, without
+    /// permessage-deflate.
     pub fn new(role: Role, config: Config) -> Self {
+        Self::with_deflate(role, config, None)
+    }
+
+    /// A context for a connection whose handshake negotiated `deflate`
+    /// (from [`ClientHandshakeDone`](crate::handshake::ClientHandshakeDone),
+    /// [`ServerHandshakeDone`](crate::handshake::ServerHandshakeDone) or
+    /// [`upgrade_response_with_deflate`](crate::handshake::upgrade_response_with_deflate)).
+    /// Compression level and minimum size come from
+    /// [`Config::deflate`], or its defaults. Without the `deflate` feature,
+    /// `deflate` is ignored.
+    pub fn with_deflate(role: Role, config: Config, deflate: Option<DeflateParams>) -> Self {
+        let compression = compression::negotiated(role, deflate.as_ref(), config.get_deflate());
         Self {
             role,
             config,
@@ -78,7 +98,15 @@ impl WebSocketContext {
             pending_pong: None,
             pending_close: None,
             flush_owed: false,
+            deflate: deflate.filter(|_| compression.is_some()),
+            compression,
+            inflating: None,
         }
+    }
+
+    /// The permessage-deflate parameters in use, if it was negotiated.
+    pub fn deflate(&self) -> Option<&DeflateParams> {
+        self.deflate.as_ref()
     }
 
     /// This end's role.
@@ -151,6 +179,22 @@ impl WebSocketContext {
     /// - [`ProtocolError::SendAfterClosing`] after a close frame was sent or
     ///   received; [`Error::AlreadyClosed`] once the connection is over.
     pub fn write(&mut self, msg: Message) -> Result<()> {
+        self.write_with(msg, true)
+    }
+
+    /// [`write`](Self::write), but never compressed, whatever was
+    /// negotiated: for payloads known not to compress (already compressed
+    /// media, random bytes) or that must not share a compression context
+    /// with secrets (see BREACH-style attacks).
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write).
+    pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
+        self.write_with(msg, false)
+    }
+
+    fn write_with(&mut self, msg: Message, may_compress: bool) -> Result<()> {
         let opcode = match &msg {
             Message::Text(_) => OpCode::Text,
             Message::Binary(_) => OpCode::Binary,
@@ -172,7 +216,17 @@ impl WebSocketContext {
         if opcode.is_control() && len > MAX_CONTROL_PAYLOAD {
             return Err(ProtocolError::ControlFrameTooLong(len as u64).into());
         }
-        let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
+        let compress = may_compress
+            && !opcode.is_control()
+            && self.compression.as_ref().is_some_and(|c| c.wants(len));
+        // Checked before compressing: a refused message must not enter the
+        // compression context, so the bound is DEFLATE's worst case.
+        let body = if compress {
+            compression::compressed_bound(len)
+        } else {
+            len
+        };
+        let encoded = encoded_header_len(body as u64, self.role == Role::Client) + body;
         let max = self.config.max_write_buffer_size;
         if encoded > max {
             return Err(CapacityError::MessageTooLarge {
@@ -184,7 +238,13 @@ impl WebSocketContext {
         if self.codec.output.len() + encoded > max {
             return Err(Error::WriteBufferFull(msg));
         }
-        self.push_frame(opcode, msg.into_data());
+        if compress {
+            let compression = self.compression.as_mut().expect("checked above");
+            let payload = compression.compress(&msg.into_data());
+            self.push_frame_rsv1(opcode, payload, true);
+        } else {
+            self.push_frame(opcode, msg.into_data());
+        }
         Ok(())
     }
 
@@ -343,7 +403,12 @@ impl WebSocketContext {
     // ----- internals -----
 
     fn push_frame(&mut self, opcode: OpCode, payload: Bytes) {
+        self.push_frame_rsv1(opcode, payload, false);
+    }
+
+    fn push_frame_rsv1(&mut self, opcode: OpCode, payload: Bytes, rsv1: bool) {
         let mut header = FrameHeader::new(opcode, payload.len() as u64);
+        header.rsv1 = rsv1;
         if self.role == Role::Client {
             header.mask = Some(rand::random());
         }
@@ -375,7 +440,8 @@ impl WebSocketContext {
                 }
             };
             let fresh = self.codec.input.unmask_new();
-            if !header.opcode.is_control() {
+            // A compressed message is validated after inflating.
+            if !header.opcode.is_control() && self.inflating.is_none() {
                 if let Some(text) = self.text.as_mut() {
                     // Fail fast: check text as it arrives, not when it ends.
                     text.feed(&self.codec.input.payload_so_far()[fresh])
@@ -394,9 +460,13 @@ impl WebSocketContext {
     /// Enforces what RFC 6455 requires of a receiver before a byte of the
     /// payload is buffered.
     fn check_header(&mut self, header: &FrameHeader) -> Result<()> {
-        // 5.2: "MUST be 0 unless an extension is negotiated that defines
-        // meanings for non-zero values."
-        if header.rsv1 || header.rsv2 || header.rsv3 {
+        // RFC 7692 section 6: RSV1 marks the first frame of a compressed
+        // message, and only that, once permessage-deflate is negotiated.
+        let starts_message = matches!(header.opcode, OpCode::Text | OpCode::Binary);
+        let compressed_start = header.rsv1 && starts_message && self.compression.is_some();
+        // RFC 6455 5.2: "MUST be 0 unless an extension is negotiated that
+        // defines meanings for non-zero values."
+        if (header.rsv1 && !compressed_start) || header.rsv2 || header.rsv3 {
             return Err(ProtocolError::NonZeroReservedBits.into());
         }
         // 5.1: "a server MUST close the connection upon receiving a frame
@@ -446,7 +516,14 @@ impl WebSocketContext {
                 .into());
             }
         }
-        if let Some(max) = self.config.max_message_size {
+        let compressed = if starts_message {
+            compressed_start
+        } else {
+            self.inflating.is_some()
+        };
+        // A compressed message is limited by what it inflates to, checked
+        // while inflating; its compressed frames by max_frame_size above.
+        if let (Some(max), false) = (self.config.max_message_size, compressed) {
             let size = so_far.saturating_add(header.payload_len);
             if size > max as u64 {
                 return Err(CapacityError::MessageTooLarge { size, max }.into());
@@ -457,10 +534,46 @@ impl WebSocketContext {
             OpCode::Binary => self.text = None,
             _ => {}
         }
+        if starts_message {
+            self.inflating = compressed_start.then(BytesMut::new);
+        }
         Ok(())
     }
 
+    /// One frame of a compressed message: inflate it (bounded by
+    /// `max_message_size`), validate new text as it appears.
+    fn on_compressed_frame(
+        &mut self,
+        header: FrameHeader,
+        payload: Bytes,
+    ) -> Result<Option<Message>> {
+        let mut inflated = self.inflating.take().expect("a compressed message is open");
+        let before = inflated.len();
+        let max = self.config.max_message_size.unwrap_or(usize::MAX);
+        let text = self.text.is_some();
+        let compression = self.compression.as_mut().expect("negotiated");
+        compression.inflate(&payload, header.fin, &mut inflated, max, text)?;
+        if let Some(validator) = self.text.as_mut() {
+            validator
+                .feed(&inflated[before..])
+                .map_err(|_| ProtocolError::InvalidUtf8)?;
+        }
+        let opcode = match (header.opcode, self.fragments.take()) {
+            (OpCode::Continuation, Some(fragments)) => fragments.opcode(),
+            (opcode, _) => opcode,
+        };
+        if header.fin {
+            return self.complete(opcode, inflated.freeze()).map(Some);
+        }
+        self.fragments = Some(Fragments::new(opcode));
+        self.inflating = Some(inflated);
+        Ok(None)
+    }
+
     fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Option<Message>> {
+        if self.inflating.is_some() && !header.opcode.is_control() {
+            return self.on_compressed_frame(header, payload);
+        }
         let msg = match header.opcode {
             OpCode::Text | OpCode::Binary if header.fin => self.complete(header.opcode, payload)?,
             OpCode::Text | OpCode::Binary => {

@@ -3,6 +3,7 @@
 
 mod assembler;
 mod close_payload;
+mod compression;
 mod context;
 mod state;
 mod utf8_stream;

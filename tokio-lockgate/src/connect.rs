@@ -4,11 +4,12 @@
 use std::future::Future;
 use std::io;
 
+use lockgate::deflate::DeflateParams;
 use lockgate::handshake::{
     Callback, ClientHandshake, ClientHandshakeDone, IntoClientRequest, NoCallback, ServerHandshake,
     error_response_bytes,
 };
-use lockgate::{Config, Error, HandshakeError, Result, Role, http};
+use lockgate::{Config, Error, HandshakeError, Result, Role, WebSocketContext, http};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -101,8 +102,8 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     C: Callback,
 {
-    let leftover = within(&config, async {
-        let mut handshake = ServerHandshake::new(callback);
+    let (deflate, leftover) = within(&config, async {
+        let mut handshake = ServerHandshake::with_deflate(callback, config.get_deflate().copied());
         let mut buf = vec![0u8; HANDSHAKE_READ];
         loop {
             let n = read_some(&mut stream, &mut buf).await?;
@@ -110,7 +111,7 @@ where
                 Ok(None) => {}
                 Ok(Some(done)) => {
                     write_all_and_flush(&mut stream, &done.response_bytes).await?;
-                    return Ok(done.leftover);
+                    return Ok((done.deflate, done.leftover));
                 }
                 Err(Error::Handshake(e)) => {
                     // The peer should learn why; failing to tell it changes
@@ -123,12 +124,21 @@ where
         }
     })
     .await?;
-    Ok(WebSocketStream::from_partially_read(
-        stream,
-        &leftover,
-        Role::Server,
-        config,
-    ))
+    let context = opened(Role::Server, config, deflate, &leftover);
+    Ok(WebSocketStream::from_context(stream, context))
+}
+
+/// The protocol state right after a handshake: what it negotiated, and the
+/// frame bytes that arrived with it.
+fn opened(
+    role: Role,
+    config: Config,
+    deflate: Option<DeflateParams>,
+    leftover: &[u8],
+) -> WebSocketContext {
+    let mut context = WebSocketContext::with_deflate(role, config, deflate);
+    context.feed(leftover);
+    context
 }
 
 /// Performs the client handshake for `request` over an already connected
@@ -163,18 +173,25 @@ where
     R: IntoClientRequest,
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let done = within(&config, client_handshake(request, &mut stream)).await?;
-    let ws = WebSocketStream::from_partially_read(stream, &done.leftover, Role::Client, config);
-    Ok((ws, done.response))
+    let done = within(&config, client_handshake(request, &mut stream, &config)).await?;
+    let context = opened(Role::Client, config, done.deflate, &done.leftover);
+    Ok((
+        WebSocketStream::from_context(stream, context),
+        done.response,
+    ))
 }
 
 /// The client handshake itself, without a time limit.
-async fn client_handshake<R, S>(request: R, stream: &mut S) -> Result<ClientHandshakeDone>
+async fn client_handshake<R, S>(
+    request: R,
+    stream: &mut S,
+    config: &Config,
+) -> Result<ClientHandshakeDone>
 where
     R: IntoClientRequest,
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut handshake = ClientHandshake::new(request)?;
+    let mut handshake = ClientHandshake::with_deflate(request, config.get_deflate().copied())?;
     write_all_and_flush(stream, handshake.request_bytes()).await?;
     let mut buf = vec![0u8; HANDSHAKE_READ];
     loop {
@@ -261,10 +278,11 @@ where
         let tcp = TcpStream::connect((host.as_str(), port)).await?;
         tcp.set_nodelay(true)?;
         let mut stream = wrap_stream(tcp, secure, &host, connector).await?;
-        let done = client_handshake(request, &mut stream).await?;
+        let done = client_handshake(request, &mut stream, &config).await?;
         Ok((stream, done))
     })
     .await?;
-    let ws = WebSocketStream::from_partially_read(stream, &done.leftover, Role::Client, config);
+    let context = opened(Role::Client, config, done.deflate, &done.leftover);
+    let ws = WebSocketStream::from_context(stream, context);
     Ok((ws, done.response))
 }

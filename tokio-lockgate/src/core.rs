@@ -141,7 +141,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
     /// Writes the out buffer, with one vectored write per call when it
     /// spans several slices and the stream supports it.
     pub(crate) fn poll_write_output(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let Self { stream, context, .. } = self;
+        let Self {
+            stream, context, ..
+        } = self;
         while context.output_len() > 0 {
             let written = if context.output_chunk_count() > 1 && stream.is_write_vectored() {
                 let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
@@ -162,7 +164,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
 
     /// One read from the stream into the context.
     fn poll_fill_input(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let Self { stream, context, .. } = self;
+        let Self {
+            stream, context, ..
+        } = self;
         loop {
             let mut buf = ReadBuf::new(context.input_spare());
             let polled = Pin::new(&mut *stream).poll_read(cx, &mut buf);

@@ -166,6 +166,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
         poll_fn(|cx| self.core.poll_after_write(cx)).await
     }
 
+    /// [`write`](Self::write), but never compressed, whatever
+    /// permessage-deflate negotiated (see
+    /// [`WebSocketContext::write_uncompressed`]).
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write).
+    pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
+        self.core.context.prepare_output();
+        self.core.context.write_uncompressed(msg)?;
+        poll_fn(|cx| self.core.poll_after_write(cx)).await
+    }
+
     /// Writes everything queued and flushes the stream. Cancel-safe.
     ///
     /// # Errors

@@ -1,0 +1,131 @@
+//! [`Compression`]: one connection's permessage-deflate state, as the
+//! protocol layer uses it.
+//!
+//! Without the `deflate` feature the type is uninhabited, so the context's
+//! `Option<Compression>` is always `None` and every compressed path
+//! compiles away.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::config::Role;
+use crate::deflate::{DeflateConfig, DeflateParams};
+use crate::error::Error;
+#[cfg(feature = "deflate")]
+use crate::error::{CapacityError, ProtocolError};
+
+/// Compression state of a connection that negotiated permessage-deflate.
+#[cfg(feature = "deflate")]
+#[derive(Debug)]
+pub(crate) struct Compression {
+    deflater: crate::deflate::codec::Deflater,
+    inflater: crate::deflate::codec::Inflater,
+    min_size: usize,
+}
+
+/// Uninhabited without the `deflate` feature.
+#[cfg(not(feature = "deflate"))]
+#[derive(Debug)]
+pub(crate) enum Compression {}
+
+/// The compression state for a connection: `Some` when permessage-deflate
+/// was negotiated (`params`) and the `deflate` feature is on. Local settings
+/// (level, minimum size) come from `config`, or the defaults.
+pub(crate) fn negotiated(
+    role: Role,
+    params: Option<&DeflateParams>,
+    config: Option<&DeflateConfig>,
+) -> Option<Compression> {
+    #[cfg(feature = "deflate")]
+    {
+        let config = config.copied().unwrap_or_default();
+        params.map(|params| Compression::new(role, params, &config))
+    }
+    #[cfg(not(feature = "deflate"))]
+    {
+        let _ = (role, params, config);
+        None
+    }
+}
+
+/// An upper bound of what DEFLATE makes of `len` bytes: stored blocks add 5
+/// bytes per 64 KiB block, plus the final empty-block marker.
+pub(crate) fn compressed_bound(len: usize) -> usize {
+    len + len / 0xffff * 5 + 16
+}
+
+#[cfg(feature = "deflate")]
+impl Compression {
+    /// State for `params`, with local settings from `config`. Allocates
+    /// nothing until the first compressed message.
+    fn new(role: Role, params: &DeflateParams, config: &DeflateConfig) -> Self {
+        use crate::deflate::codec::{Deflater, Inflater};
+        Self {
+            deflater: Deflater::new(
+                config.compression_level,
+                params.compress_window_bits(role),
+                config.mem_level,
+                params.compress_no_context_takeover(role),
+            ),
+            inflater: Inflater::new(
+                params.decompress_window_bits(role),
+                params.decompress_no_context_takeover(role),
+            ),
+            min_size: config.min_compress_size,
+        }
+    }
+
+    /// Whether a payload of `len` bytes is worth compressing.
+    pub(crate) fn wants(&self, len: usize) -> bool {
+        len >= self.min_size
+    }
+
+    /// Compresses one whole message payload.
+    pub(crate) fn compress(&mut self, payload: &[u8]) -> Bytes {
+        let mut out = BytesMut::with_capacity(compressed_bound(payload.len()).min(64 * 1024));
+        self.deflater.compress(payload, &mut out);
+        out.freeze()
+    }
+
+    /// Inflates one frame of a compressed message into `out` (the message
+    /// so far), under `max` bytes of output.
+    pub(crate) fn inflate(
+        &mut self,
+        payload: &[u8],
+        fin: bool,
+        out: &mut BytesMut,
+        max: usize,
+        text: bool,
+    ) -> Result<(), Error> {
+        use crate::deflate::codec::InflateError;
+        self.inflater
+            .inflate(payload, fin, out, max)
+            .map_err(|e| match e {
+                InflateError::TooLarge { size, max } => {
+                    CapacityError::MessageTooLarge { size, max }.into()
+                }
+                InflateError::Invalid => ProtocolError::InvalidCompressedData { text }.into(),
+            })
+    }
+}
+
+#[cfg(not(feature = "deflate"))]
+impl Compression {
+    pub(crate) fn wants(&self, _: usize) -> bool {
+        match *self {}
+    }
+
+    pub(crate) fn compress(&mut self, _: &[u8]) -> Bytes {
+        match *self {}
+    }
+
+    pub(crate) fn inflate(
+        &mut self,
+        _: &[u8],
+        _: bool,
+        _: &mut BytesMut,
+        _: usize,
+        _: bool,
+    ) -> Result<(), Error> {
+        match *self {}
+    }
+}
