@@ -1,0 +1,500 @@
+//! Side-by-side comparison of lockgate / tokio-lockgate with tungstenite,
+//! tokio-tungstenite, fastwebsockets and tokio-websockets.
+//!
+//! ```text
+//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle] [--reps N] [--pin] [--out PATH]
+//! ```
+//!
+//! Scenarios (see BENCHMARKS.md for what each measures and how its output is
+//! verified):
+//! - `write`: 100k small texts written then flushed once into an in-memory
+//!   sink whose write costs ~80 ns and flush ~8 µs; server and client role.
+//! - `read`: 100k masked small texts, and 64 × 1 MiB masked binaries, read
+//!   from memory as a server.
+//! - `tcp`: loopback TCP with the same library on both ends: one-way batched,
+//!   one-way send+flush each, echo in windows of 64, ping-pong, 100 × 1 MiB;
+//!   plus the write calls per message on the sending end, and a raw-TCP row.
+//! - `idle`: RSS and heap per parked, upgraded server connection, one child
+//!   process per library, against bare tokio sockets parked in tasks.
+//!
+//! Libraries are interleaved: every repetition runs each library once, in
+//! an order rotated per repetition, after one untimed warm-up run each.
+//! Every run's output is verified; a failure aborts with exit code 2.
+
+mod alloc;
+mod frames;
+mod idle;
+mod libs;
+mod mem;
+mod report;
+mod streams;
+mod sys;
+mod tcp;
+mod upgrade;
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use report::{Better, Lib, Row};
+
+#[global_allocator]
+static GLOBAL: alloc::Counting = alloc::Counting;
+
+/// Pinned peer versions (keep in sync with Cargo.toml).
+const PEERS: &str = "tungstenite 0.30.0, tokio-tungstenite 0.30.0, fastwebsockets 0.10.0, \
+                     tokio-websockets 0.13.3";
+
+/// Aborts the whole run: a library's output did not verify.
+pub(crate) fn fail(lib: &str, msg: &str) -> ! {
+    eprintln!("VERIFICATION FAILED [{lib}]: {msg}");
+    std::process::exit(2)
+}
+
+/// What to run and how often.
+struct Plan {
+    quick: bool,
+    groups: Vec<String>,
+    out: Option<String>,
+    reps_mem: usize,
+    reps_tcp: usize,
+    reps_idle: usize,
+    write_n: usize,
+    read_small_n: usize,
+    read_big_n: usize,
+    big_size: usize,
+    tcp: tcp::Sizes,
+    idle_n: usize,
+}
+
+const GROUPS: [&str; 4] = ["write", "read", "tcp", "idle"];
+
+const USAGE: &str =
+    "usage: bench-peers [--quick] [--only write,read,tcp,idle] [--reps N] [--pin] [--out PATH]";
+
+impl Plan {
+    fn parse(args: &[String]) -> Self {
+        let mut quick = false;
+        let mut groups: Vec<String> = GROUPS.iter().map(|s| s.to_string()).collect();
+        let mut out = None;
+        let mut reps = None;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--quick" => quick = true,
+                "--pin" => sys::enable_pinning(),
+                "--only" => {
+                    let v = it.next().unwrap_or_else(|| usage());
+                    groups = v.split(',').map(str::trim).map(String::from).collect();
+                    if let Some(g) = groups.iter().find(|g| !GROUPS.contains(&g.as_str())) {
+                        eprintln!("unknown scenario {g:?}; scenarios: {}", GROUPS.join(", "));
+                        std::process::exit(1);
+                    }
+                }
+                "--reps" => {
+                    reps = Some(
+                        it.next()
+                            .and_then(|v| v.parse::<usize>().ok())
+                            .filter(|&n| n > 0)
+                            .unwrap_or_else(|| usage()),
+                    );
+                }
+                "--out" => out = Some(it.next().unwrap_or_else(|| usage()).clone()),
+                "-h" | "--help" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
+                _ => usage(),
+            }
+        }
+        let mut p = if quick {
+            Plan {
+                quick,
+                groups,
+                out,
+                reps_mem: 7,
+                reps_tcp: 5,
+                reps_idle: 1,
+                write_n: 100_000,
+                read_small_n: 100_000,
+                read_big_n: 64,
+                big_size: 1 << 20,
+                tcp: tcp::Sizes {
+                    batched: 100_000,
+                    flush_each: 20_000,
+                    echo: 16_384,
+                    pingpong: 2_000,
+                    big: 100,
+                    big_size: 1 << 20,
+                },
+                idle_n: 5_000,
+            }
+        } else {
+            Plan {
+                quick,
+                groups,
+                out,
+                reps_mem: 31,
+                reps_tcp: 21,
+                reps_idle: 5,
+                write_n: 100_000,
+                read_small_n: 100_000,
+                read_big_n: 64,
+                big_size: 1 << 20,
+                tcp: tcp::Sizes {
+                    batched: 100_000,
+                    flush_each: 100_000,
+                    echo: 65_536,
+                    pingpong: 10_000,
+                    big: 100,
+                    big_size: 1 << 20,
+                },
+                idle_n: 5_000,
+            }
+        };
+        if let Some(r) = reps {
+            p.reps_mem = r;
+            p.reps_tcp = r;
+            p.reps_idle = r;
+        }
+        p
+    }
+
+    fn runs(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("{USAGE}");
+    std::process::exit(1)
+}
+
+/// `libs` rotated left by `rep`, so no library always runs first or last.
+fn order(libs: &[Lib], rep: usize) -> Vec<Lib> {
+    let mut v = libs.to_vec();
+    if !v.is_empty() {
+        let k = rep % v.len();
+        v.rotate_left(k);
+    }
+    v
+}
+
+/// Calls `f` once per library untimed (warm-up, `rep == None`), then
+/// `reps` times per library round-robin.
+fn interleave(label: &str, libs: &[Lib], reps: usize, mut f: impl FnMut(Lib, Option<usize>)) {
+    for &l in libs {
+        f(l, None);
+    }
+    for rep in 0..reps {
+        eprint!("\r{label}: repetition {}/{reps}   ", rep + 1);
+        for l in order(libs, rep) {
+            f(l, Some(rep));
+        }
+    }
+    eprintln!();
+}
+
+fn write_once(lib: Lib, texts: &[String], server: bool, buf: &mut Vec<u8>) -> mem::WriteRun {
+    let n = lib.name();
+    match lib {
+        Lib::Lockgate => mem::write_sync::<libs::Lockgate>(n, texts, server, buf),
+        Lib::Tungstenite => mem::write_sync::<libs::Tungstenite>(n, texts, server, buf),
+        Lib::TokioLockgate => mem::write_async::<libs::TokioLockgate>(n, texts, server, buf),
+        Lib::TokioTungstenite => mem::write_async::<libs::TokioTungstenite>(n, texts, server, buf),
+        Lib::Fastwebsockets => mem::write_async::<libs::Fastwebsockets>(n, texts, server, buf),
+        Lib::TokioWebsockets => mem::write_async::<libs::TokioWebsockets>(n, texts, server, buf),
+        Lib::Raw => unreachable!("no raw row for the mock sink"),
+    }
+}
+
+fn read_once(lib: Lib, input: &mem::ReadInput, full: bool) -> Duration {
+    let n = lib.name();
+    match lib {
+        Lib::Lockgate => mem::read_sync::<libs::Lockgate>(n, input, full),
+        Lib::Tungstenite => mem::read_sync::<libs::Tungstenite>(n, input, full),
+        Lib::TokioLockgate => mem::read_async::<libs::TokioLockgate>(n, input, full),
+        Lib::TokioTungstenite => mem::read_async::<libs::TokioTungstenite>(n, input, full),
+        Lib::Fastwebsockets => mem::read_async::<libs::Fastwebsockets>(n, input, full),
+        Lib::TokioWebsockets => mem::read_async::<libs::TokioWebsockets>(n, input, full),
+        Lib::Raw => unreachable!("no raw row for reading from memory"),
+    }
+}
+
+fn tcp_once(lib: Lib, job: tcp::Job, d: &tcp::TcpData, l: &TcpListener) -> tcp::TcpRun {
+    let n = lib.name();
+    match lib {
+        Lib::Lockgate => tcp::run_sync::<libs::Lockgate>(n, job, d, l),
+        Lib::Tungstenite => tcp::run_sync::<libs::Tungstenite>(n, job, d, l),
+        Lib::TokioLockgate => tcp::run_async::<libs::TokioLockgate>(n, job, d, l),
+        Lib::TokioTungstenite => tcp::run_async::<libs::TokioTungstenite>(n, job, d, l),
+        Lib::Fastwebsockets => tcp::run_async::<libs::Fastwebsockets>(n, job, d, l),
+        Lib::TokioWebsockets => tcp::run_async::<libs::TokioWebsockets>(n, job, d, l),
+        Lib::Raw => tcp::run_raw(job, d, l),
+    }
+}
+
+fn write_rows(p: &Plan) -> Vec<Row> {
+    let texts = mem::small_texts(p.write_n);
+    let mut buf = Vec::with_capacity(texts.iter().map(|t| t.len() + 14).sum());
+    buf.resize(buf.capacity(), 1); // touch every page once, outside timing
+    let k = p.write_n / 1000;
+    let mut rows = Vec::new();
+    for (role, server) in [("server", true), ("client", false)] {
+        let mut t = Row::new(
+            format!("write {k}k small texts + 1 flush, {role}"),
+            "ns/msg",
+            Better::Lower,
+        );
+        let mut w = Row::new(
+            format!("… sink write calls, {role}"),
+            "calls",
+            Better::Lower,
+        );
+        let mut f = Row::new(
+            format!("… sink flush calls, {role}"),
+            "calls",
+            Better::Lower,
+        );
+        interleave(
+            &format!("write ({role})"),
+            &Lib::LIBS,
+            p.reps_mem,
+            |lib, rep| {
+                let r = write_once(lib, &texts, server, &mut buf);
+                if rep.is_some() {
+                    t.push(lib, r.elapsed.as_nanos() as f64 / p.write_n as f64);
+                    w.push(lib, r.writes as f64);
+                    f.push(lib, r.flushes as f64);
+                }
+            },
+        );
+        rows.extend([t, w, f]);
+    }
+    rows
+}
+
+fn read_rows(p: &Plan) -> Vec<Row> {
+    let texts = mem::small_texts(p.read_small_n);
+    let small = mem::ReadInput::texts(&texts);
+    let big = mem::ReadInput::binaries(p.read_big_n, p.big_size);
+    let k = p.read_small_n / 1000;
+    let mut s = Row::new(
+        format!("read {k}k masked small texts, server"),
+        "ns/msg",
+        Better::Lower,
+    );
+    interleave("read small", &Lib::LIBS, p.reps_mem, |lib, rep| {
+        let d = read_once(lib, &small, rep.is_none());
+        if rep.is_some() {
+            s.push(lib, d.as_nanos() as f64 / p.read_small_n as f64);
+        }
+    });
+    let mib = p.big_size >> 20;
+    let mut b = Row::new(
+        format!("read {} × {mib} MiB masked binary, server", p.read_big_n),
+        "GB/s",
+        Better::Higher,
+    );
+    interleave("read 1 MiB", &Lib::LIBS, p.reps_mem, |lib, rep| {
+        let d = read_once(lib, &big, rep.is_none());
+        if rep.is_some() {
+            b.push(lib, big.payload_bytes as f64 / d.as_secs_f64() / 1e9);
+        }
+    });
+    vec![s, b]
+}
+
+fn tcp_rows(p: &Plan) -> Vec<Row> {
+    let d = tcp::TcpData::new(p.tcp);
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let mut libs = Lib::LIBS.to_vec();
+    libs.push(Lib::Raw);
+    let s = p.tcp;
+    let mut rows = Vec::new();
+    for job in tcp::Job::ALL {
+        let (name, unit, better) = match job {
+            tcp::Job::Batched => (
+                format!(
+                    "TCP one-way {}k × 64 B, write all + 1 flush",
+                    s.batched / 1000
+                ),
+                "M msg/s",
+                Better::Higher,
+            ),
+            tcp::Job::FlushEach => (
+                format!(
+                    "TCP one-way {}k × 64 B, send+flush each",
+                    s.flush_each / 1000
+                ),
+                "M msg/s",
+                Better::Higher,
+            ),
+            tcp::Job::Echo => (
+                format!(
+                    "TCP echo {}k × 64 B, windows of {}",
+                    s.echo / 1024,
+                    tcp::WINDOW
+                ),
+                "M msg/s",
+                Better::Higher,
+            ),
+            tcp::Job::PingPong => (
+                format!("TCP ping-pong 64 B, {}k round trips", s.pingpong / 1000),
+                "µs/round trip",
+                Better::Lower,
+            ),
+            tcp::Job::Big => (
+                format!(
+                    "TCP one-way {} × {} MiB, send each",
+                    s.big,
+                    s.big_size >> 20
+                ),
+                "GB/s",
+                Better::Higher,
+            ),
+        };
+        let who = match job {
+            tcp::Job::Echo | tcp::Job::PingPong => "echoing server",
+            _ => "sending server",
+        };
+        let mut r = Row::new(name.clone(), unit, better);
+        let mut c = Row::new(
+            format!("… write calls per message, {who}"),
+            "calls/msg",
+            Better::Lower,
+        );
+        let one_way = matches!(job, tcp::Job::Batched | tcp::Job::FlushEach | tcp::Job::Big);
+        let mut rd = Row::new(
+            "… read calls per message, receiving client",
+            "calls/msg",
+            Better::Lower,
+        );
+        interleave(&name, &libs, p.reps_tcp, |lib, rep| {
+            let run = tcp_once(lib, job, &d, &listener);
+            if rep.is_none() {
+                return;
+            }
+            let secs = run.elapsed.as_secs_f64();
+            let v = match job {
+                tcp::Job::PingPong => secs * 1e6 / run.msgs as f64,
+                tcp::Job::Big => (run.msgs * s.big_size) as f64 / secs / 1e9,
+                _ => run.msgs as f64 / secs / 1e6,
+            };
+            r.push(lib, v);
+            c.push(lib, run.server_writes as f64 / run.msgs as f64);
+            rd.push(lib, run.client_reads as f64 / run.msgs as f64);
+        });
+        rows.push(r);
+        rows.push(c);
+        if one_way {
+            rows.push(rd);
+        }
+    }
+    rows
+}
+
+fn idle_rows(p: &Plan) -> Vec<Row> {
+    let n = p.idle_n;
+    let mut rss = Row::new(
+        format!("idle RSS per parked connection ({n} conns)"),
+        "KiB",
+        Better::Lower,
+    );
+    let mut heap = Row::new(
+        format!("idle heap per parked connection ({n} conns)"),
+        "KiB",
+        Better::Lower,
+    );
+    let cols = |name: &str| match name {
+        "floor" => Lib::Raw,
+        "tokio-lockgate" => Lib::TokioLockgate,
+        "tokio-tungstenite" => Lib::TokioTungstenite,
+        "fastwebsockets" => Lib::Fastwebsockets,
+        _ => Lib::TokioWebsockets,
+    };
+    for rep in 0..p.reps_idle {
+        eprint!("\ridle: repetition {}/{}   ", rep + 1, p.reps_idle);
+        let mut names = idle::LIBS.to_vec();
+        let k = rep % names.len();
+        names.rotate_left(k);
+        for name in names {
+            let r = idle::run(name, n);
+            rss.push(cols(name), r.rss / 1024.0);
+            heap.push(cols(name), r.heap / 1024.0);
+        }
+    }
+    eprintln!();
+    vec![rss, heap]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("__idle") {
+        let (lib, n) = match (args.get(1), args.get(2).and_then(|n| n.parse().ok())) {
+            (Some(lib), Some(n)) => (lib.clone(), n),
+            _ => usage(),
+        };
+        idle::child_main(&lib, n);
+        return;
+    }
+    let plan = Plan::parse(&args);
+    let nofile = sys::raise_nofile();
+    let started = Instant::now();
+    let when = sys::now_utc();
+    let load0 = sys::loadavg();
+    let tree = sys::tree();
+    let mut rows = Vec::new();
+    if plan.runs("write") {
+        rows.extend(write_rows(&plan));
+    }
+    if plan.runs("read") {
+        rows.extend(read_rows(&plan));
+    }
+    if plan.runs("tcp") {
+        rows.extend(tcp_rows(&plan));
+    }
+    if plan.runs("idle") {
+        rows.extend(idle_rows(&plan));
+    }
+    let took = started.elapsed().as_secs_f64();
+    let load1 = sys::loadavg();
+    let mode = if plan.quick { "--quick" } else { "full" };
+    let mut out = format!(
+        "## Comparison with other Rust WebSocket crates\n\n\
+         - date: {when}\n\
+         - machine: {}\n\
+         - run: `cargo run --release -p bench-peers -- {}` ({mode}; repetitions: {} in-memory, \
+         {} TCP, {} idle; open-file limit {nofile}); took {took:.1} s\n\
+         - 1-minute load average at start / end: {load0} / {load1} (other work on the machine skews results)\n\
+         - peers: {PEERS}; lockgate and tokio-lockgate from this tree ({tree})\n\
+         - medians of the repetitions; ratios are lockgate's median ÷ the best peer's median \
+         (↓ rows: below 1 means lockgate is faster/smaller; ↑ rows: above 1 means lockgate is faster)\n\
+         - in-memory rows: lockgate and tungstenite use their blocking API on a std::io mock; the \
+         async crates use the same mock through AsyncRead/AsyncWrite, polled by a current-thread \
+         tokio runtime\n\
+         - TCP rows: two threads, blocking API for lockgate/tungstenite/raw, a current-thread \
+         runtime per end for the async crates; fastwebsockets writes through a tokio BufWriter \
+         (8 KiB) since it has no write buffer; threads {}\n\n",
+        sys::machine(),
+        args.join(" "),
+        plan.reps_mem,
+        plan.reps_tcp,
+        plan.reps_idle,
+        if sys::pinning() {
+            "pinned (server end CPU 0, client end CPU 1)"
+        } else {
+            "not pinned"
+        },
+    );
+    out.push_str(&report::table(&rows));
+    out.push_str("\nSpread of the samples, (max − min) / median:\n\n");
+    out.push_str(&report::spread_table(&rows));
+    print!("{out}");
+    eprintln!("done in {took:.1} s");
+    if let Some(path) = &plan.out
+        && let Err(e) = std::fs::write(path, &out)
+    {
+        eprintln!("cannot write {path}: {e}");
+        std::process::exit(1);
+    }
+}
