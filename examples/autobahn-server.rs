@@ -40,7 +40,7 @@ fn handle(stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     // A failed handshake (the runner's readiness probe, for one) just ends
     // the connection.
-    let Ok(mut ws) = lockgate::accept(stream) else {
+    let Ok(mut ws) = lockgate::accept_with_config(stream, config()) else {
         return;
     };
     loop {
@@ -62,4 +62,15 @@ fn handle(stream: TcpStream) {
             Err(_) => break,
         }
     }
+}
+
+/// The conformance configuration: defaults, plus permessage-deflate offered
+/// (client) or accepted (server) so Autobahn's 12.x and 13.x cases run.
+/// Every message is compressed (no minimum size): kosoku 0.1.0 fails its
+/// 12.x hash check on uncompressed text echoes, and compressing everything
+/// exercises the codec hardest anyway.
+fn config() -> lockgate::Config {
+    lockgate::Config::default().deflate(Some(
+        lockgate::deflate::DeflateConfig::default().min_compress_size(0),
+    ))
 }

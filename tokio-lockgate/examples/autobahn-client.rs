@@ -96,8 +96,11 @@ async fn case_count(base: &str) -> tokio_lockgate::Result<u32> {
 /// Runs one case. Errors the case provokes on purpose (protocol violations)
 /// are part of the test and not returned; only a failure to connect is.
 async fn run_case(base: &str, case: u32) -> tokio_lockgate::Result<()> {
-    let (mut ws, _) =
-        tokio_lockgate::connect_async(format!("{base}/runCase?case={case}&agent={AGENT}")).await?;
+    let (mut ws, _) = tokio_lockgate::connect_async_with_config(
+        format!("{base}/runCase?case={case}&agent={AGENT}"),
+        config(),
+    )
+    .await?;
     echo_until_closed(&mut ws).await;
     Ok(())
 }
@@ -128,4 +131,19 @@ async fn update_reports(base: &str) -> tokio_lockgate::Result<()> {
     let _ = ws.close(None).await;
     while ws.read().await.is_ok() {}
     Ok(())
+}
+
+/// The conformance configuration: defaults, plus permessage-deflate offered
+/// (client) or accepted (server) so Autobahn's 12.x and 13.x cases run.
+/// Every message is compressed (no minimum size): kosoku 0.1.0 fails its
+/// 12.x hash check on uncompressed text echoes, and compressing everything
+/// exercises the codec hardest anyway. The offer includes
+/// `client_no_context_takeover`: Autobahn's 13.2, 13.5 and 13.6 servers only
+/// accept offers that say the client can work without context takeover.
+fn config() -> tokio_lockgate::Config {
+    tokio_lockgate::Config::default().deflate(Some(
+        tokio_lockgate::deflate::DeflateConfig::default()
+            .min_compress_size(0)
+            .client_no_context_takeover(true),
+    ))
 }

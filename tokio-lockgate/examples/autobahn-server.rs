@@ -39,7 +39,7 @@ async fn handle(stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     // A failed handshake (the runner's readiness probe, for one) just ends
     // the connection.
-    let Ok(mut ws) = tokio_lockgate::accept_async(stream).await else {
+    let Ok(mut ws) = tokio_lockgate::accept_async_with_config(stream, config()).await else {
         return;
     };
     loop {
@@ -61,4 +61,15 @@ async fn handle(stream: TcpStream) {
             Err(_) => break,
         }
     }
+}
+
+/// The conformance configuration: defaults, plus permessage-deflate offered
+/// (client) or accepted (server) so Autobahn's 12.x and 13.x cases run.
+/// Every message is compressed (no minimum size): kosoku 0.1.0 fails its
+/// 12.x hash check on uncompressed text echoes, and compressing everything
+/// exercises the codec hardest anyway.
+fn config() -> tokio_lockgate::Config {
+    tokio_lockgate::Config::default().deflate(Some(
+        tokio_lockgate::deflate::DeflateConfig::default().min_compress_size(0),
+    ))
 }
