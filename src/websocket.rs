@@ -122,7 +122,10 @@ impl<S: Read + Write> WebSocket<S> {
     /// # Errors
     ///
     /// - [`Error::ConnectionClosed`] once the closing handshake is complete,
-    ///   then [`Error::AlreadyClosed`].
+    ///   then [`Error::AlreadyClosed`]. RFC 6455 then wants the TCP
+    ///   connection closed: `std::io::Write` has no shutdown, so drop the
+    ///   `WebSocket` (or call `shutdown` on the stream from
+    ///   [`get_ref`](Self::get_ref)); some peers wait for that FIN.
     /// - [`Error::Protocol`] / [`Error::Capacity`]: the peer broke the
     ///   protocol or a limit; the matching close frame was sent (or queued,
     ///   if the stream would block) and the connection is over.
