@@ -10,6 +10,10 @@ use crate::frame::{FrameHeader, HeaderParse, apply_mask_at};
 /// The largest read step, and the most reserved ahead of arriving bytes.
 const MAX_READ_STEP: usize = 1 << 20;
 
+/// The largest read a busy stream grows to between frames (what
+/// tungstenite reads at once; fewer syscalls for batched small messages).
+const MAX_ADAPTIVE_READ: usize = 128 * 1024;
+
 /// The frame whose header has been read and whose payload is arriving.
 #[derive(Debug, Clone, Copy)]
 struct InFrame {
@@ -30,6 +34,12 @@ pub struct InFrames {
     current: Option<InFrame>,
     /// Length of the zeroed space handed out by the last `spare` call.
     spare_len: usize,
+    /// Adaptive read size: doubles while reads fill what was offered (a
+    /// busy stream), halves when they use little of it. 0 until the first
+    /// read (then the configured read size).
+    read_size: usize,
+    /// What the last read was offered, to adapt `read_size`.
+    offered: usize,
 }
 
 /// What [`InFrames::poll_header`] found.
@@ -67,16 +77,18 @@ impl InFrames {
     /// `hint` bytes; pass the count actually read to [`InFrames::commit`]
     /// before anything else touches the buffer.
     pub fn spare(&mut self, hint: usize) -> &mut [u8] {
+        let base = self.read_size(hint);
         let want = match self.current {
             // A large frame: read toward its end in steps that grow with
             // what actually arrived, so a sender that announces much and
             // sends little cannot make us zero large buffers.
             Some(frame) => {
                 let missing = (frame.header.payload_len as usize).saturating_sub(self.buf.len());
-                hint.max(missing.min(self.buf.len()).min(MAX_READ_STEP))
+                base.max(missing.min(self.buf.len()).min(MAX_READ_STEP))
             }
-            None => hint,
+            None => base,
         };
+        self.offered = want;
         let len = self.buf.len() - self.spare_len;
         self.buf.truncate(len);
         self.buf.resize(len + want, 0);
@@ -98,8 +110,55 @@ impl InFrames {
         let len = self.buf.len() - self.spare_len + n;
         self.spare_len = 0;
         self.buf.truncate(len);
+        self.after_read(n);
+    }
+
+    /// The buffer itself, with capacity reserved for the next read, for
+    /// drivers that read into uninitialised memory (no zeroing). Only
+    /// append to it, then call [`InFrames::appended`].
+    pub fn for_read(&mut self, hint: usize) -> &mut BytesMut {
+        let base = self.read_size(hint);
+        let want = match self.current {
+            // Capacity that is reserved but not written costs no resident
+            // memory, so a large frame (its size passed the limits) gets
+            // room for its whole payload, up to one step.
+            Some(frame) => {
+                let missing = (frame.header.payload_len as usize).saturating_sub(self.buf.len());
+                base.max(missing.min(MAX_READ_STEP))
+            }
+            None => base,
+        };
+        let len = self.buf.len() - self.spare_len;
+        self.buf.truncate(len);
+        self.spare_len = 0;
+        self.buf.reserve(want);
+        self.offered = want;
+        &mut self.buf
+    }
+
+    /// `n` bytes were appended to the buffer from [`InFrames::for_read`].
+    pub fn appended(&mut self, n: usize) {
+        self.after_read(n);
+    }
+
+    fn read_size(&mut self, hint: usize) -> usize {
+        if self.read_size == 0 {
+            self.read_size = hint;
+        }
+        self.read_size.max(hint)
+    }
+
+    /// Adapts the read size and releases an empty buffer: an idle
+    /// connection holds no read buffer.
+    fn after_read(&mut self, n: usize) {
+        if self.offered > 0 {
+            if n >= self.offered {
+                self.read_size = (self.read_size * 2).min(MAX_ADAPTIVE_READ);
+            } else if n < self.offered / 4 {
+                self.read_size /= 2;
+            }
+        }
         if self.buf.is_empty() {
-            // Nothing pending: an idle connection holds no read buffer.
             self.buf = BytesMut::new();
         }
     }

@@ -141,6 +141,20 @@ impl WebSocketContext {
         self.codec.input.commit(n);
     }
 
+    /// The receive buffer, with room reserved for the next read, for
+    /// drivers that read into uninitialised capacity without zeroing it
+    /// (for example `tokio_util::io::poll_read_buf`). Only append to it,
+    /// then report how much with [`input_appended`](Self::input_appended),
+    /// also after a read that returned nothing.
+    pub fn input_buffer(&mut self) -> &mut BytesMut {
+        self.codec.input.for_read(self.config.read_buffer_size)
+    }
+
+    /// `n` bytes were appended to [`input_buffer`](Self::input_buffer).
+    pub fn input_appended(&mut self, n: usize) {
+        self.codec.input.appended(n);
+    }
+
     /// Appends received bytes (copying them).
     pub fn feed(&mut self, data: &[u8]) {
         self.codec.input.extend(data);

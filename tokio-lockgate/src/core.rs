@@ -7,7 +7,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use lockgate::{Error, Message, Result, WebSocketContext};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::io::poll_read_buf;
 
 /// The most slices one vectored write hands to the stream.
 const MAX_IOVECS: usize = 64;
@@ -162,22 +163,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
         Poll::Ready(Ok(()))
     }
 
-    /// One read from the stream into the context.
+    /// One read from the stream into the context, straight into the spare
+    /// capacity of its buffer (no zeroing; `poll_read_buf` handles the
+    /// uninitialised memory).
     fn poll_fill_input(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let Self {
             stream, context, ..
         } = self;
         loop {
-            let mut buf = ReadBuf::new(context.input_spare());
-            let polled = Pin::new(&mut *stream).poll_read(cx, &mut buf);
+            let polled = poll_read_buf(Pin::new(&mut *stream), cx, context.input_buffer());
             let n = match polled {
-                Poll::Ready(Ok(())) => buf.filled().len(),
+                Poll::Ready(Ok(n)) => n,
                 _ => 0,
             };
-            context.commit_input(n);
+            context.input_appended(n);
             match polled {
-                Poll::Ready(Ok(())) if n == 0 => return Poll::Ready(Err(context.on_eof())),
-                Poll::Ready(Ok(())) => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(context.on_eof())),
+                Poll::Ready(Ok(_)) => return Poll::Ready(Ok(())),
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e.into())),
                 Poll::Pending => return Poll::Pending,
