@@ -19,9 +19,31 @@
 //! lines on stdout (see the scripts' headers), which the tests parse and
 //! check.
 //!
-//! permessage-deflate is not implemented yet, so the peers run with it
-//! disabled (`compression=None`, `perMessageDeflate: false`); compressed
-//! interop comes with the extension.
+//! Those run with permessage-deflate off on both sides. The `deflate*`
+//! modules repeat the message exchanges compressed (RFC 7692), see
+//! [Compressed](#compressed) below; the peers' `LOCKGATE_INTEROP_DEFLATE`
+//! environment variable (`off`, `on`, `no-context-takeover`) switches their
+//! side on.
+//!
+//! # Compressed
+//!
+//! For each peer and both directions, in three variants (modules
+//! `deflate_context_takeover`, `deflate_no_context_takeover_offered`,
+//! `deflate_no_context_takeover_required`, see [`Deflate`]):
+//!
+//! - `*_text_binary_64k`: text, binary, an empty binary, 64 KiB of each,
+//!   the same 1 KiB of JSON lines three times (with context takeover the
+//!   repeats are back-references into the previous message), and, from the
+//!   peer's client, 12 KiB of JSON lines in three fragments;
+//! - `*_16mib`: 16 MiB of JSON lines (text, about 5:1 compressible).
+//!
+//! Our side enables compression with `min_compress_size(0)`, the peers with
+//! `threshold: 0` (ws) or as websockets always does, so every message is
+//! compressed. Each test checks what both ends negotiated (our
+//! `context().deflate()`, the peer's `Sec-WebSocket-Extensions` answer and,
+//! for websockets, the parameters it applies), that the echoes are
+//! byte-identical, and, by counting the bytes on our TCP stream, that both
+//! directions were actually compressed.
 //!
 //! A missing peer fails the test (nothing is skipped) with a message naming
 //! the installer. Every test is bounded by a timeout, and the peer processes
@@ -32,17 +54,19 @@ use std::future::Future;
 use std::panic::resume_unwind;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader, Lines};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
+use tokio_lockgate::deflate::{DeflateConfig, DeflateParams};
 use tokio_lockgate::{
-    CloseCode, CloseFrame, Config, Error, Message, WebSocketStream, accept_async_with_config,
-    connect_async_with_config,
+    CloseCode, CloseFrame, Config, Error, Message, Role, WebSocketStream, accept_async_with_config,
+    client_async_with_config, connect_async_with_config,
 };
 
 /// Bound on a whole test, peer start-up included.
@@ -151,6 +175,29 @@ mod peers {
         );
     }
 
+    /// A peer's permessage-deflate setting, passed in its
+    /// `LOCKGATE_INTEROP_DEFLATE` environment variable.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum PeerDeflate {
+        /// Disabled.
+        Off,
+        /// The peer's defaults (ws with `threshold: 0`).
+        On,
+        /// A client offers, a server requires, `server_no_context_takeover`
+        /// and `client_no_context_takeover`.
+        NoContextTakeover,
+    }
+
+    impl PeerDeflate {
+        fn env(self) -> &'static str {
+            match self {
+                PeerDeflate::Off => "off",
+                PeerDeflate::On => "on",
+                PeerDeflate::NoContextTakeover => "no-context-takeover",
+            }
+        }
+    }
+
     impl Peer {
         pub(crate) fn name(self) -> &'static str {
             match self {
@@ -159,8 +206,9 @@ mod peers {
             }
         }
 
-        /// `script` run by this peer's interpreter, checked to be installed.
-        fn command(self, script: &str) -> Command {
+        /// `script` run by this peer's interpreter, checked to be installed,
+        /// with permessage-deflate set to `deflate`.
+        fn command(self, script: &str, deflate: PeerDeflate) -> Command {
             let dir = interop_dir();
             let script = dir.join(script);
             assert!(script.is_file(), "{} is missing", script.display());
@@ -184,17 +232,23 @@ mod peers {
                     Command::new("node")
                 }
             };
-            cmd.arg(script);
+            cmd.arg(script)
+                .env("LOCKGATE_INTEROP_DEFLATE", deflate.env());
             cmd
         }
 
         /// Starts this peer's server; returns it and the port it listens on.
         pub(crate) async fn server(self) -> (Process, u16) {
+            self.server_with(PeerDeflate::Off).await
+        }
+
+        /// [`server`](Self::server) with permessage-deflate set to `deflate`.
+        pub(crate) async fn server_with(self, deflate: PeerDeflate) -> (Process, u16) {
             let script = match self {
                 Peer::Python => "python_server.py",
                 Peer::Node => "node_server.js",
             };
-            let mut process = Process::spawn(self, self.command(script)).await;
+            let mut process = Process::spawn(self, self.command(script, deflate)).await;
             let first = process.next_event().await;
             let port = match (first.name(), first.get("port")) {
                 ("listening", Some(Json::Int(port))) => u16::try_from(*port).ok(),
@@ -208,11 +262,21 @@ mod peers {
 
         /// Starts this peer's client on `url` with a scenario and its args.
         pub(crate) async fn client(self, url: &str, scenario: &[&str]) -> Process {
+            self.client_with(url, scenario, PeerDeflate::Off).await
+        }
+
+        /// [`client`](Self::client) with permessage-deflate set to `deflate`.
+        pub(crate) async fn client_with(
+            self,
+            url: &str,
+            scenario: &[&str],
+            deflate: PeerDeflate,
+        ) -> Process {
             let script = match self {
                 Peer::Python => "python_client.py",
                 Peer::Node => "node_client.js",
             };
-            let mut cmd = self.command(script);
+            let mut cmd = self.command(script, deflate);
             cmd.arg(url).args(scenario);
             Process::spawn(self, cmd).await
         }
@@ -565,7 +629,7 @@ mod peers {
     }
 }
 
-use peers::{Peer, query_value};
+use peers::{Json, Peer, PeerDeflate, query_value};
 
 // ---------------------------------------------------------------------------
 // Our client against their server
@@ -587,7 +651,10 @@ async fn connect_to(peer: Peer, path: &str) -> (peers::Process, ClientStream) {
 }
 
 /// Our client's next message; a failure shows the peer's stderr too.
-async fn read(process: &peers::Process, ws: &mut ClientStream) -> Message {
+async fn read<S>(process: &peers::Process, ws: &mut WebSocketStream<S>) -> Message
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     match step("our client's read", ws.read()).await {
         Ok(msg) => msg,
         Err(err) => process.fail(&format!("our client's read failed: {err}")),
@@ -603,7 +670,13 @@ async fn read(process: &peers::Process, ws: &mut ClientStream) -> Message {
 /// closed (its close timeout does not apply on this path). tokio-lockgate
 /// shuts down its write side when the closing handshake completes, so the
 /// peer finishes even though we still hold the stream.
-async fn assert_connection_closed(process: &peers::Process, mut ws: ClientStream) -> ClientStream {
+async fn assert_connection_closed<S>(
+    process: &peers::Process,
+    mut ws: WebSocketStream<S>,
+) -> WebSocketStream<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     match step("our client's last read", ws.read()).await {
         Err(Error::ConnectionClosed) => {}
         other => process.fail(&format!(
@@ -616,12 +689,15 @@ async fn assert_connection_closed(process: &peers::Process, mut ws: ClientStream
 
 /// Closes from our client with `frame`, expects the peer's reply to echo
 /// `reply`, and the end of the connection.
-async fn client_close(
+async fn client_close<S>(
     process: &peers::Process,
-    mut ws: ClientStream,
+    mut ws: WebSocketStream<S>,
     frame: CloseFrame,
     reply: (u16, &str),
-) -> ClientStream {
+) -> WebSocketStream<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     step("our client's close", ws.close(Some(frame)))
         .await
         .expect("our client's close");
@@ -745,6 +821,9 @@ struct Seen {
     close: Option<Option<CloseFrame>>,
     /// Data messages echoed.
     echoed: usize,
+    /// The permessage-deflate parameters negotiated, if any (recorded by
+    /// the compressed tests' handler).
+    deflate: Option<DeflateParams>,
 }
 
 /// Runs our server for one connection on 127.0.0.1 port 0 with `handler`;
@@ -754,12 +833,28 @@ where
     F: FnOnce(ServerStream) -> Fut + Send + 'static,
     Fut: Future<Output = Seen> + Send,
 {
+    serve_one_with(config(), |tcp| tcp, handler).await
+}
+
+/// [`serve_one`] with `config`, over the accepted TCP stream as wrapped by
+/// `wrap`.
+async fn serve_one_with<S, W, F, Fut>(
+    config: Config,
+    wrap: W,
+    handler: F,
+) -> (String, JoinHandle<Seen>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    W: FnOnce(TcpStream) -> S + Send + 'static,
+    F: FnOnce(WebSocketStream<S>) -> Fut + Send + 'static,
+    Fut: Future<Output = Seen> + Send,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("ws://{}/", listener.local_addr().expect("local_addr"));
     let task = tokio::spawn(async move {
         let (tcp, _) = step("accept", listener.accept()).await.expect("TCP accept");
         tcp.set_nodelay(true).expect("TCP_NODELAY");
-        let ws = step("accept_async", accept_async_with_config(tcp, config()))
+        let ws = step("accept_async", accept_async_with_config(wrap(tcp), config))
             .await
             .expect("our server's handshake");
         handler(ws).await
@@ -769,7 +864,10 @@ where
 
 /// Echoes data messages until the closing handshake ends, recording pings
 /// and the close frame.
-async fn echo(mut ws: ServerStream, mut seen: Seen) -> Seen {
+async fn echo<S>(mut ws: WebSocketStream<S>, mut seen: Seen) -> Seen
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     loop {
         match step("our server's read", ws.read()).await {
             Ok(msg) if msg.is_data() => {
@@ -895,8 +993,509 @@ async fn server_closes(peer: Peer) {
 }
 
 // ---------------------------------------------------------------------------
+// Compressed: permessage-deflate (RFC 7692)
+// ---------------------------------------------------------------------------
+
+/// The permessage-deflate variant a compressed test negotiates. The client
+/// is the side that offers, the server the side that accepts; whichever of
+/// them is ours gets `DeflateConfig::default().min_compress_size(0)`, plus
+/// both no-context-takeover flags where the variant puts them on our side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deflate {
+    /// Both sides with their defaults: context takeover both ways.
+    ContextTakeover,
+    /// The client offers `server_no_context_takeover` and
+    /// `client_no_context_takeover`; the server, with its defaults, grants
+    /// them.
+    NoContextTakeoverOffered,
+    /// The client offers neither; the server requires both and answers
+    /// them unasked.
+    NoContextTakeoverRequired,
+}
+
+impl Deflate {
+    fn no_context_takeover(self) -> bool {
+        self != Deflate::ContextTakeover
+    }
+
+    /// Whether the side in `role` asks for the no-context-takeover flags.
+    fn flags_on(self, role: Role) -> bool {
+        matches!(
+            (self, role),
+            (Deflate::NoContextTakeoverOffered, Role::Client)
+                | (Deflate::NoContextTakeoverRequired, Role::Server)
+        )
+    }
+
+    /// Our configuration when we are `ours`.
+    fn our_config(self, ours: Role) -> Config {
+        let flags = self.flags_on(ours);
+        config().deflate(Some(
+            DeflateConfig::default()
+                .min_compress_size(0)
+                .server_no_context_takeover(flags)
+                .client_no_context_takeover(flags),
+        ))
+    }
+
+    /// The peer's setting when we are `ours`.
+    fn peer_setting(self, ours: Role) -> PeerDeflate {
+        let theirs = match ours {
+            Role::Client => Role::Server,
+            Role::Server => Role::Client,
+        };
+        if self.flags_on(theirs) {
+            PeerDeflate::NoContextTakeover
+        } else {
+            PeerDeflate::On
+        }
+    }
+
+    /// What both ends must agree on with `peer` when we are `ours`.
+    fn expected(self, peer: Peer, ours: Role) -> DeflateParams {
+        // websockets' server limits both windows to 12 bits by default
+        // (`enable_server_permessage_deflate`; python_server.py keeps that
+        // in its no-context-takeover variant). Nobody else limits them.
+        let bits = if (peer, ours) == (Peer::Python, Role::Client) {
+            12
+        } else {
+            15
+        };
+        DeflateParams {
+            server_no_context_takeover: self.no_context_takeover(),
+            client_no_context_takeover: self.no_context_takeover(),
+            server_max_window_bits: bits,
+            client_max_window_bits: bits,
+        }
+    }
+}
+
+/// `n` bytes of JSON lines: compressible (about 5:1), yet not a short
+/// repetition, with a 2-byte UTF-8 character per line. The same bytes as
+/// `json_lines` in the peers' client scripts.
+fn json_lines(n: usize) -> String {
+    let mut out = String::with_capacity(n);
+    for i in 0u64.. {
+        let line = format!(
+            "{{\"id\":{i},\"user\":\"us\u{e9}r-{}\",\"score\":{},\"ok\":{}}}\n",
+            i % 997,
+            i * 7919 % 100_003,
+            i % 3 == 0
+        );
+        if out.len() + line.len() > n {
+            break;
+        }
+        out.push_str(&line);
+    }
+    let pad = n - out.len();
+    out.extend(std::iter::repeat_n(' ', pad));
+    out
+}
+
+/// The messages of the compressed `*_text_binary_64k` tests: text, binary,
+/// an empty binary, 64 KiB of each, and the same 1 KiB of JSON lines three
+/// times (back-references into the previous message with context takeover).
+fn deflate_messages() -> Vec<Message> {
+    let repeated = json_lines(KIB);
+    vec![
+        Message::text("h\u{e9}llo, lockgate \u{2713} \u{1f512}"),
+        Message::binary((0..=255u8).collect::<Vec<u8>>()),
+        Message::binary(Vec::new()),
+        Message::text("lock gate \u{e9}\u{2713} ".repeat(4096)),
+        Message::binary(pattern(64 * KIB, 7)),
+        Message::text(repeated.clone()),
+        Message::text(repeated.clone()),
+        Message::text(repeated),
+    ]
+}
+
+/// The echoes the peers' `deflate-messages` scenario checks: the messages
+/// of [`deflate_messages`], then 12 KiB of JSON lines sent in 3 fragments.
+const DEFLATE_ECHOES: [(&str, i64); 9] = [
+    ("text", 25),
+    ("binary", 256),
+    ("binary", 0),
+    ("text", 64 * 1024),
+    ("binary", 64 * 1024),
+    ("text", 1024),
+    ("text", 1024),
+    ("text", 1024),
+    ("text", 12 * 1024),
+];
+
+/// The permessage-deflate parameters of a `Sec-WebSocket-Extensions`
+/// answer accepting permessage-deflate alone, `None` for anything else.
+/// A window-bits parameter the answer leaves out is 15: none of the offers
+/// in these tests gives `client_max_window_bits` a value.
+fn parse_answer(header: &str) -> Option<DeflateParams> {
+    if header.contains(',') {
+        return None;
+    }
+    let mut parts = header.split(';').map(str::trim);
+    if !parts.next()?.eq_ignore_ascii_case("permessage-deflate") {
+        return None;
+    }
+    let mut params = DeflateParams::default();
+    for part in parts {
+        let (name, value) = match part.split_once('=') {
+            Some((name, value)) => (name.trim(), Some(value.trim().trim_matches('"'))),
+            None => (part, None),
+        };
+        match (name.to_ascii_lowercase().as_str(), value) {
+            ("server_no_context_takeover", None) => params.server_no_context_takeover = true,
+            ("client_no_context_takeover", None) => params.client_no_context_takeover = true,
+            ("server_max_window_bits", Some(bits)) => {
+                params.server_max_window_bits = bits.parse().ok()?;
+            }
+            ("client_max_window_bits", Some(bits)) => {
+                params.client_max_window_bits = bits.parse().ok()?;
+            }
+            _ => return None,
+        }
+    }
+    Some(params)
+}
+
+#[test]
+fn answers_parse() {
+    assert_eq!(
+        parse_answer("permessage-deflate"),
+        Some(DeflateParams::default())
+    );
+    assert_eq!(
+        parse_answer(
+            "permessage-deflate; server_no_context_takeover; client_no_context_takeover; \
+             server_max_window_bits=12; client_max_window_bits=\"12\""
+        ),
+        Some(DeflateParams {
+            server_no_context_takeover: true,
+            client_no_context_takeover: true,
+            server_max_window_bits: 12,
+            client_max_window_bits: 12,
+        })
+    );
+    assert_eq!(parse_answer("permessage-deflate, x-other"), None);
+    assert_eq!(parse_answer("permessage-deflate; unknown"), None);
+    assert_eq!(parse_answer("x-other"), None);
+}
+
+/// Asserts the peer reported permessage-deflate active with `want`: in the
+/// `Sec-WebSocket-Extensions` answer it sent or received and, where it
+/// reports them (websockets), in the parameters it applies.
+fn assert_peer_deflate(events: &peers::Events, want: &DeflateParams) {
+    let name = events.peer.name();
+    let open = events.one("open");
+    assert_eq!(
+        open.get("deflate"),
+        Some(&Json::Bool(true)),
+        "{name} peer: permessage-deflate is not active on its side: {open:?}"
+    );
+    let header = open.str("extensions");
+    assert_eq!(
+        parse_answer(header).as_ref(),
+        Some(want),
+        "{name} peer: the Sec-WebSocket-Extensions answer {header:?}"
+    );
+    let applied = [
+        (
+            "server_no_context_takeover",
+            Json::Bool(want.server_no_context_takeover),
+        ),
+        (
+            "client_no_context_takeover",
+            Json::Bool(want.client_no_context_takeover),
+        ),
+        (
+            "server_max_window_bits",
+            Json::Int(want.server_max_window_bits.into()),
+        ),
+        (
+            "client_max_window_bits",
+            Json::Int(want.client_max_window_bits.into()),
+        ),
+    ];
+    if events.peer == Peer::Python {
+        for (key, value) in applied {
+            assert_eq!(open.get(key), Some(&value), "{name} peer applies {key}");
+        }
+    }
+}
+
+/// Counts the bytes that cross a stream, to tell compressed traffic from
+/// uncompressed.
+mod wire {
+    use std::io;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+    /// Bytes read from and written to a [`Wire`].
+    #[derive(Debug, Default)]
+    pub(crate) struct Counts {
+        read: AtomicUsize,
+        written: AtomicUsize,
+    }
+
+    impl Counts {
+        /// `(read, written)` so far.
+        pub(crate) fn get(&self) -> (usize, usize) {
+            (
+                self.read.load(Ordering::Relaxed),
+                self.written.load(Ordering::Relaxed),
+            )
+        }
+    }
+
+    /// A stream that adds what crosses it to shared [`Counts`].
+    pub(crate) struct Wire<S> {
+        inner: S,
+        counts: Arc<Counts>,
+    }
+
+    impl<S> Wire<S> {
+        pub(crate) fn new(inner: S, counts: Arc<Counts>) -> Self {
+            Wire { inner, counts }
+        }
+
+        fn count_written(&self, n: &Poll<io::Result<usize>>) {
+            if let Poll::Ready(Ok(n)) = n {
+                self.counts.written.fetch_add(*n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    impl<S: AsyncRead + Unpin> AsyncRead for Wire<S> {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let this = self.get_mut();
+            let before = buf.filled().len();
+            let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+            if let Poll::Ready(Ok(())) = poll {
+                let n = buf.filled().len() - before;
+                this.counts.read.fetch_add(n, Ordering::Relaxed);
+            }
+            poll
+        }
+    }
+
+    impl<S: AsyncWrite + Unpin> AsyncWrite for Wire<S> {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+            this.count_written(&poll);
+            poll
+        }
+
+        fn poll_write_vectored(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            let poll = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+            this.count_written(&poll);
+            poll
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            self.inner.is_write_vectored()
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        }
+    }
+}
+
+use wire::{Counts, Wire};
+
+/// Asserts both directions of a connection that carried `payload` bytes of
+/// messages each way took well under `payload` bytes on the wire (the
+/// handshake and close frames included): whoever sent them compressed them.
+fn assert_compressed(who: &str, counts: &Counts, payload: usize) {
+    let (read, written) = counts.get();
+    assert!(
+        written < payload / 2,
+        "{who} wrote {written} bytes on the wire for {payload} bytes of messages: \
+         not compressed"
+    );
+    assert!(
+        read < payload / 2,
+        "{who} read {read} bytes from the wire for {payload} bytes of messages: \
+         the peer did not compress"
+    );
+}
+
+type DeflateClientStream = WebSocketStream<Wire<TcpStream>>;
+
+/// Starts `peer`'s echo server for `mode` and connects our client to it
+/// with compression on, over a counted TCP stream; checks what our client
+/// negotiated.
+async fn connect_deflate(
+    peer: Peer,
+    mode: Deflate,
+) -> (peers::Process, DeflateClientStream, Arc<Counts>) {
+    let (process, port) = peer.server_with(mode.peer_setting(Role::Client)).await;
+    let url = format!("ws://127.0.0.1:{port}/echo");
+    let tcp = match step("TCP connect", TcpStream::connect(("127.0.0.1", port))).await {
+        Ok(tcp) => tcp,
+        Err(err) => process.fail(&format!("connecting to {url}: {err}")),
+    };
+    tcp.set_nodelay(true).expect("TCP_NODELAY");
+    let counts = Arc::new(Counts::default());
+    let stream = Wire::new(tcp, counts.clone());
+    let config = mode.our_config(Role::Client);
+    let (ws, response) = match step(
+        "client_async",
+        client_async_with_config(&url, stream, config),
+    )
+    .await
+    {
+        Ok(connected) => connected,
+        Err(err) => process.fail(&format!("client_async({url}) failed: {err}")),
+    };
+    assert_eq!(response.status(), 101, "handshake response status");
+    assert_eq!(
+        ws.context().deflate(),
+        Some(&mode.expected(peer, Role::Client)),
+        "permessage-deflate as negotiated by our client; the answer was {:?}",
+        response.headers().get("sec-websocket-extensions")
+    );
+    (process, ws, counts)
+}
+
+/// Our client sends `sent` compressed (written together, flushed once) and
+/// checks the echoes, closes, and checks what the peer negotiated and that
+/// both directions were compressed.
+async fn client_deflate_exchange(peer: Peer, mode: Deflate, sent: &[Message]) {
+    let (process, mut ws, counts) = connect_deflate(peer, mode).await;
+    for msg in sent {
+        step("write", ws.write(msg.clone()))
+            .await
+            .expect("our client's write");
+    }
+    step("flush", ws.flush()).await.expect("our client's flush");
+    for msg in sent {
+        assert_same(&read(&process, &mut ws).await, msg);
+    }
+    let _still_open = client_close(&process, ws, close_frame(1000, "bye"), (1000, "bye")).await;
+    let events = process.finish().await;
+    events.assert_closed(1000, "bye");
+    assert_peer_deflate(&events, &mode.expected(peer, Role::Client));
+    let payload = sent.iter().map(Message::len).sum();
+    assert_compressed("our client", &counts, payload);
+}
+
+/// Compressed text, binary, 64 KiB and repeated messages.
+async fn client_deflate_messages(peer: Peer, mode: Deflate) {
+    client_deflate_exchange(peer, mode, &deflate_messages()).await;
+}
+
+/// One compressed 16 MiB text message each way.
+async fn client_deflate_large(peer: Peer, mode: Deflate) {
+    let msg = Message::text(json_lines(16 * MIB));
+    client_deflate_exchange(peer, mode, &[msg]).await;
+}
+
+/// Runs `peer`'s client `scenario` for `mode` against our echo server with
+/// compression on, over a counted TCP stream; checks what both ends
+/// negotiated, the echoes, the close and that both directions were
+/// compressed.
+async fn server_deflate_exchange(
+    peer: Peer,
+    mode: Deflate,
+    scenario: &str,
+    echoes: &[(&str, i64)],
+) {
+    let counts = Arc::new(Counts::default());
+    let wire_counts = counts.clone();
+    let (url, task) = serve_one_with(
+        mode.our_config(Role::Server),
+        move |tcp| Wire::new(tcp, wire_counts),
+        |ws| async move {
+            let deflate = ws.context().deflate().copied();
+            echo(
+                ws,
+                Seen {
+                    deflate,
+                    ..Seen::default()
+                },
+            )
+            .await
+        },
+    )
+    .await;
+    let process = peer
+        .client_with(&url, &[scenario], mode.peer_setting(Role::Server))
+        .await;
+    let (seen, events) = finish_both(process, task).await;
+    let want = mode.expected(peer, Role::Server);
+    assert_eq!(
+        seen.deflate,
+        Some(want),
+        "permessage-deflate as negotiated by our server"
+    );
+    assert_peer_deflate(&events, &want);
+    assert_eq!(events.echoes(), echoes);
+    assert_eq!(seen.echoed, echoes.len());
+    assert_close(seen.close.as_ref().expect("no close frame"), 1000, "done");
+    events.assert_closed(1000, "");
+    let payload = echoes.iter().map(|(_, len)| *len as usize).sum();
+    assert_compressed("our server", &counts, payload);
+}
+
+/// Compressed text, binary, 64 KiB, repeated and fragmented messages.
+async fn server_deflate_messages(peer: Peer, mode: Deflate) {
+    server_deflate_exchange(peer, mode, "deflate-messages", &DEFLATE_ECHOES).await;
+}
+
+/// One compressed 16 MiB text message each way.
+async fn server_deflate_large(peer: Peer, mode: Deflate) {
+    server_deflate_exchange(peer, mode, "deflate-large", &[("text", 16 * 1024 * 1024)]).await;
+}
+
+// ---------------------------------------------------------------------------
 // The tests: every scenario against every peer
 // ---------------------------------------------------------------------------
+
+/// The compressed tests of one [`Deflate`] variant against one peer.
+macro_rules! deflate_tests {
+    ($peer:expr, $mode:expr) => {
+        #[tokio::test]
+        async fn client_text_binary_64k() {
+            bounded(client_deflate_messages($peer, $mode)).await;
+        }
+
+        #[tokio::test]
+        async fn client_16mib() {
+            bounded(client_deflate_large($peer, $mode)).await;
+        }
+
+        #[tokio::test]
+        async fn server_text_binary_64k() {
+            bounded(server_deflate_messages($peer, $mode)).await;
+        }
+
+        #[tokio::test]
+        async fn server_16mib() {
+            bounded(server_deflate_large($peer, $mode)).await;
+        }
+    };
+}
 
 macro_rules! interop_tests {
     ($($module:ident => $peer:expr;)*) => {$(
@@ -961,6 +1560,21 @@ macro_rules! interop_tests {
             #[tokio::test]
             async fn server_answers_peer_close() {
                 bounded(server_answers_close($peer)).await;
+            }
+
+            mod deflate_context_takeover {
+                use super::*;
+                deflate_tests!($peer, Deflate::ContextTakeover);
+            }
+
+            mod deflate_no_context_takeover_offered {
+                use super::*;
+                deflate_tests!($peer, Deflate::NoContextTakeoverOffered);
+            }
+
+            mod deflate_no_context_takeover_required {
+                use super::*;
+                deflate_tests!($peer, Deflate::NoContextTakeoverRequired);
             }
         }
     )*};

@@ -7,6 +7,10 @@
 // or prints the problem on stderr and exits 1. It reports to the test through
 // stdout, one JSON object per line:
 //
+//   {"event": "open", "extensions": E, "deflate": B}       the connection is open: E is the
+//                                                         Sec-WebSocket-Extensions answered
+//                                                         (null if none), B whether
+//                                                         permessage-deflate is active
 //   {"event": "echo", "kind": "text"|"binary", "len": N}  an echo matched what was sent
 //   {"event": "ping", "data": "..."}                      a ping arrived (ws answers it itself)
 //   {"event": "pong", "data": "..."}                      a pong arrived
@@ -19,14 +23,23 @@
 //   messages             send a small text, a small binary, 64 KiB text and 64 KiB
 //                        binary (all before reading), check each echo, close 1000 "done"
 //   large                send 16 MiB binary, check the echo, close 1000 "done"
+//   deflate-messages     like messages, plus an empty binary, the same 1 KiB of JSON
+//                        lines three times and 12 KiB of JSON lines in three fragments
+//   deflate-large        send 16 MiB of JSON lines as text, check the echo, close 1000 "done"
 //   ping DATA            ping with payload DATA, wait for the pong, close 1000 "done"
 //   server-ping          wait for one text message (the server pings first and
 //                        checks our automatic pong), close 1000 "done"
 //   close CODE REASON    start the closing handshake with CODE and REASON
 //   wait-close           wait for the server to close
 //
-// permessage-deflate is disabled (perMessageDeflate: false): lockgate does not
-// implement it yet. A later change adds compressed interop.
+// permessage-deflate is chosen by the environment variable
+// LOCKGATE_INTEROP_DEFLATE:
+//
+//   off (or unset)             disabled (perMessageDeflate: false)
+//   on                         enabled, threshold 0 (every message compressed); offers
+//                              client_max_window_bits
+//   no-context-takeover        the same, also offering server_no_context_takeover
+//                              and client_no_context_takeover
 //
 // It exits on its own if stdin reaches EOF (the test process died) or after
 // DEADLINE_MS.
@@ -58,11 +71,48 @@ function pattern(n, seed) {
   return out;
 }
 
+// n bytes of JSON lines (a string): compressible, yet not a short repetition.
+// The same bytes as json_lines in interop.rs and python_client.py.
+function jsonLines(n) {
+  const lines = [];
+  let size = 0;
+  for (let i = 0; ; i++) {
+    const line =
+      `{"id":${i},"user":"us\u00e9r-${i % 997}",` +
+      `"score":${(i * 7919) % 100003},"ok":${i % 3 === 0}}\n`;
+    const lineSize = Buffer.byteLength(line);
+    if (size + lineSize > n) return lines.join('') + ' '.repeat(n - size);
+    lines.push(line);
+    size += lineSize;
+  }
+}
+
+// The perMessageDeflate option for LOCKGATE_INTEROP_DEFLATE (see the header).
+function perMessageDeflate() {
+  const mode = process.env.LOCKGATE_INTEROP_DEFLATE || 'off';
+  switch (mode) {
+    case 'off':
+      return false;
+    case 'on':
+      return { threshold: 0 };
+    case 'no-context-takeover':
+      return { threshold: 0, serverNoContextTakeover: true, clientNoContextTakeover: true };
+    default:
+      throw new Error(`unknown LOCKGATE_INTEROP_DEFLATE=${mode}`);
+  }
+}
+
 const [url, scenario, ...args] = process.argv.slice(2);
 const ws = new WebSocket(url, {
-  perMessageDeflate: false, // no permessage-deflate yet (see the header)
+  perMessageDeflate: perMessageDeflate(),
   maxPayload: MAX_PAYLOAD,
   handshakeTimeout: 30_000,
+});
+
+// The Sec-WebSocket-Extensions of the handshake response.
+let answered = null;
+ws.on('upgrade', (res) => {
+  answered = res.headers['sec-websocket-extensions'] ?? null;
 });
 
 ws.on('error', fail);
@@ -90,11 +140,21 @@ function next() {
   return new Promise((resolve) => (waiting = resolve));
 }
 
+// Sends every message, then checks the echoes. A `fragments` array instead of
+// `data` is one message sent in fragments.
 async function echo(messages) {
-  for (const { data, binary } of messages) ws.send(data, { binary });
+  for (const { data, fragments, binary } of messages) {
+    if (fragments) {
+      fragments.forEach((part, i) => ws.send(part, { binary, fin: i === fragments.length - 1 }));
+    } else {
+      ws.send(data, { binary });
+    }
+  }
   for (const sent of messages) {
     const got = await next();
-    const sentBytes = Buffer.from(sent.data);
+    const sentBytes = sent.fragments
+      ? Buffer.concat(sent.fragments.map((part) => Buffer.from(part)))
+      : Buffer.from(sent.data);
     const kind = sent.binary ? 'binary' : 'text';
     if (got.isBinary !== sent.binary || !got.data.equals(sentBytes)) {
       throw new Error(
@@ -107,12 +167,16 @@ async function echo(messages) {
 }
 
 async function run() {
+  emit('open', {
+    extensions: answered,
+    deflate: ws.extensions.split(',').includes('permessage-deflate'),
+  });
+  const text = 'h\u00e9llo, lockgate \u2713 \u{1f512}'; // 1-, 2-, 3- and 4-byte UTF-8
+  const bigText = 'lock gate \u00e9\u2713 '.repeat(4096); // 16 bytes of UTF-8 each: 64 KiB
+  const small = Buffer.alloc(256);
+  for (let i = 0; i < 256; i++) small[i] = i;
   switch (scenario) {
     case 'messages': {
-      const text = 'h\u00e9llo, lockgate \u2713 \u{1f512}'; // 1-, 2-, 3- and 4-byte UTF-8
-      const bigText = 'lock gate \u00e9\u2713 '.repeat(4096); // 16 bytes of UTF-8 each: 64 KiB
-      const small = Buffer.alloc(256);
-      for (let i = 0; i < 256; i++) small[i] = i;
       await echo([
         { data: text, binary: false },
         { data: small, binary: true },
@@ -124,6 +188,35 @@ async function run() {
     }
     case 'large':
       await echo([{ data: pattern(16 * 1024 * 1024, 11), binary: true }]);
+      ws.close(1000, 'done');
+      break;
+    case 'deflate-messages': {
+      const repeated = jsonLines(1024); // with context takeover, mostly back-references
+      const chunked = jsonLines(12 * 1024);
+      const third = Math.floor(chunked.length / 3);
+      await echo([
+        { data: text, binary: false },
+        { data: small, binary: true },
+        { data: Buffer.alloc(0), binary: true },
+        { data: bigText, binary: false },
+        { data: pattern(64 * 1024, 7), binary: true },
+        { data: repeated, binary: false },
+        { data: repeated, binary: false },
+        { data: repeated, binary: false },
+        {
+          fragments: [
+            chunked.slice(0, third),
+            chunked.slice(third, 2 * third),
+            chunked.slice(2 * third),
+          ],
+          binary: false,
+        },
+      ]);
+      ws.close(1000, 'done');
+      break;
+    }
+    case 'deflate-large':
+      await echo([{ data: jsonLines(16 * 1024 * 1024), binary: false }]);
       ws.close(1000, 'done');
       break;
     case 'ping': {

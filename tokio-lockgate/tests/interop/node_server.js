@@ -6,6 +6,11 @@
 // stdout, one JSON object per line:
 //
 //   {"event": "listening", "port": N}            always the first line
+//   {"event": "open", "extensions": E, "deflate": B}
+//                                                the connection is open: E is the
+//                                                Sec-WebSocket-Extensions it answered
+//                                                (null if none), B whether
+//                                                permessage-deflate is active
 //   {"event": "ping", "data": "..."}             a ping arrived (ws answers it itself)
 //   {"event": "pong", "data": "..."}             /ping: the client's pong arrived
 //   {"event": "closed", "code": C, "reason": R}  the close frame it received
@@ -18,8 +23,13 @@
 //                             text "pong:D", then echo like /echo
 //   /close?code=C&reason=R    start the closing handshake with C and R right away
 //
-// permessage-deflate is disabled (perMessageDeflate: false): lockgate does not
-// implement it yet. A later change adds compressed interop.
+// permessage-deflate is chosen by the environment variable
+// LOCKGATE_INTEROP_DEFLATE:
+//
+//   off (or unset)             disabled (perMessageDeflate: false)
+//   on                         enabled, threshold 0 (every message compressed)
+//   no-context-takeover        the same, and the server requires
+//                              server_no_context_takeover and client_no_context_takeover
 //
 // It exits on its own if stdin reaches EOF (the test process died) or after
 // DEADLINE_MS.
@@ -45,11 +55,34 @@ process.stdin.on('error', () => process.exit(3));
 process.stdin.resume();
 setTimeout(() => fail(new Error(`no clean close within ${DEADLINE_MS} ms`)), DEADLINE_MS).unref();
 
+// The perMessageDeflate option for LOCKGATE_INTEROP_DEFLATE (see the header).
+function perMessageDeflate() {
+  const mode = process.env.LOCKGATE_INTEROP_DEFLATE || 'off';
+  switch (mode) {
+    case 'off':
+      return false;
+    case 'on':
+      return { threshold: 0 };
+    case 'no-context-takeover':
+      return { threshold: 0, serverNoContextTakeover: true, clientNoContextTakeover: true };
+    default:
+      throw new Error(`unknown LOCKGATE_INTEROP_DEFLATE=${mode}`);
+  }
+}
+
 const wss = new WebSocketServer({
   host: '127.0.0.1',
   port: 0,
-  perMessageDeflate: false, // no permessage-deflate yet (see the header)
+  perMessageDeflate: perMessageDeflate(),
   maxPayload: MAX_PAYLOAD,
+});
+
+// The Sec-WebSocket-Extensions answered to each request.
+const answered = new WeakMap();
+wss.on('headers', (headers, req) => {
+  const prefix = 'sec-websocket-extensions:';
+  const line = headers.find((h) => h.toLowerCase().startsWith(prefix));
+  answered.set(req, line === undefined ? null : line.slice(prefix.length).trim());
 });
 
 wss.on('error', fail);
@@ -66,6 +99,10 @@ wss.on('connection', (ws, req) => {
   const echo = () =>
     ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary }));
 
+  emit('open', {
+    extensions: answered.has(req) ? answered.get(req) : null,
+    deflate: ws.extensions.split(',').includes('permessage-deflate'),
+  });
   ws.on('error', fail);
   ws.on('ping', (data) => emit('ping', { data: data.toString() }));
   ws.on('close', (code, reason) => {

@@ -6,6 +6,14 @@ Connects to URL (the test's lockgate server), runs one scenario and exits 0,
 or prints the problem on stderr and exits 1. It reports to the test through
 stdout, one JSON object per line:
 
+    {"event": "open", "extensions": E, "deflate": B, ...}
+                                                          the connection is open: E is the
+                                                          Sec-WebSocket-Extensions answered
+                                                          (null if none), B whether
+                                                          permessage-deflate is active, and
+                                                          then what it applies: server_/
+                                                          client_no_context_takeover (bools),
+                                                          server_/client_max_window_bits (ints)
     {"event": "echo", "kind": "text"|"binary", "len": N}  an echo matched what was sent
     {"event": "pong", "data": "..."}                      the pong for our ping arrived
     {"event": "text", "data": "..."}                      a text message arrived
@@ -17,14 +25,23 @@ Scenarios:
     messages             send a small text, a small binary, 64 KiB text and 64 KiB
                          binary (all before reading), check each echo, close 1000 "done"
     large                send 16 MiB binary, check the echo, close 1000 "done"
+    deflate-messages     like messages, plus an empty binary, the same 1 KiB of JSON
+                         lines three times and 12 KiB of JSON lines in three fragments
+    deflate-large        send 16 MiB of JSON lines as text, check the echo, close 1000 "done"
     ping DATA            ping with payload DATA, wait for the pong, close 1000 "done"
     server-ping          wait for one text message (the server pings first and
                          checks our automatic pong), close 1000 "done"
     close CODE REASON    start the closing handshake with CODE and REASON
     wait-close           wait for the server to close
 
-permessage-deflate is disabled (compression=None): lockgate does not implement
-it yet. A later change adds compressed interop.
+permessage-deflate is chosen by the environment variable
+LOCKGATE_INTEROP_DEFLATE:
+
+    off (or unset)             disabled (compression=None)
+    on                         websockets' default (compression="deflate": offers
+                               client_max_window_bits)
+    no-context-takeover        the same, also offering server_no_context_takeover
+                               and client_no_context_takeover
 
 It exits on its own if stdin reaches EOF (the test process died) or after
 DEADLINE seconds.
@@ -38,6 +55,7 @@ import threading
 
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
+from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 
 DEADLINE = 120  # seconds; the Rust test's own timeouts are much shorter
 MAX_SIZE = 64 * 2**20  # the test sends 16 MiB messages
@@ -45,6 +63,43 @@ MAX_SIZE = 64 * 2**20  # the test sends 16 MiB messages
 
 def emit(event, **fields):
     print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def compression_options():
+    """connect() arguments for LOCKGATE_INTEROP_DEFLATE (see the module doc)."""
+    mode = os.environ.get("LOCKGATE_INTEROP_DEFLATE", "off")
+    if mode == "off":
+        return {"compression": None}
+    if mode == "on":
+        return {"compression": "deflate"}
+    if mode == "no-context-takeover":
+        # websockets' defaults (enable_client_permessage_deflate) plus both flags.
+        factory = ClientPerMessageDeflateFactory(
+            server_no_context_takeover=True,
+            client_no_context_takeover=True,
+            compress_settings={"memLevel": 5},
+        )
+        return {"compression": None, "extensions": [factory]}
+    raise ValueError(f"unknown LOCKGATE_INTEROP_DEFLATE={mode!r}")
+
+
+def emit_open(ws):
+    """Reports what was negotiated: the header received and the extension in use."""
+    fields = {
+        "extensions": ws.response.headers.get("Sec-WebSocket-Extensions"),
+        "deflate": False,
+    }
+    for ext in ws.protocol.extensions:
+        if ext.name == "permessage-deflate":
+            # local is the client (us), remote the server.
+            fields.update(
+                deflate=True,
+                server_no_context_takeover=ext.remote_no_context_takeover,
+                client_no_context_takeover=ext.local_no_context_takeover,
+                server_max_window_bits=ext.remote_max_window_bits,
+                client_max_window_bits=ext.local_max_window_bits,
+            )
+    emit("open", **fields)
 
 
 def exit_when_parent_goes():
@@ -68,6 +123,21 @@ def pattern(n, seed):
     return (block * (n // len(block) + 1))[:n]
 
 
+def json_lines(n):
+    """n bytes of JSON lines (a str): compressible, yet not a short repetition.
+    The same bytes as json_lines in interop.rs and node_client.js."""
+    lines, size, i = [], 0, 0
+    while True:
+        ok = "true" if i % 3 == 0 else "false"
+        line = f'{{"id":{i},"user":"us\u00e9r-{i % 997}","score":{i * 7919 % 100003},"ok":{ok}}}\n'
+        line_size = len(line.encode())
+        if size + line_size > n:
+            return "".join(lines) + " " * (n - size)
+        lines.append(line)
+        size += line_size
+        i += 1
+
+
 def kind(message):
     return "text" if isinstance(message, str) else "binary"
 
@@ -77,9 +147,13 @@ def length(message):
 
 
 async def echo(ws, messages):
+    """Sends every message, then checks the echoes. A list is one message
+    sent in fragments (its items, all str or all bytes)."""
     for message in messages:
         await ws.send(message)
     for sent in messages:
+        if isinstance(sent, list):
+            sent = sent[0][:0].join(sent)
         got = await ws.recv()
         if type(got) is not type(sent) or got != sent:
             raise AssertionError(
@@ -101,18 +175,33 @@ async def wait_closed(ws):
 async def run(url, scenario, args):
     async with connect(
         url,
-        compression=None,  # no permessage-deflate yet (see the module doc)
+        **compression_options(),
         max_size=MAX_SIZE,
         ping_interval=None,  # no keepalive pings: the test decides who pings
         open_timeout=30,
     ) as ws:
+        emit_open(ws)
+        text = "h\u00e9llo, lockgate \u2713 \U0001f512"  # 1-, 2-, 3- and 4-byte UTF-8
+        big_text = "lock gate \u00e9\u2713 " * 4096  # 16 bytes of UTF-8 each: 64 KiB
         if scenario == "messages":
-            text = "h\u00e9llo, lockgate \u2713 \U0001f512"  # 1-, 2-, 3- and 4-byte UTF-8
-            big_text = "lock gate \u00e9\u2713 " * 4096  # 16 bytes of UTF-8 each: 64 KiB
             await echo(ws, [text, bytes(range(256)), big_text, pattern(64 * 1024, 7)])
             await ws.close(1000, "done")
         elif scenario == "large":
             await echo(ws, [pattern(16 * 2**20, 11)])
+            await ws.close(1000, "done")
+        elif scenario == "deflate-messages":
+            repeated = json_lines(1024)  # with context takeover, mostly back-references
+            chunked = json_lines(12 * 1024)
+            third = len(chunked) // 3
+            fragments = [chunked[:third], chunked[third : 2 * third], chunked[2 * third :]]
+            await echo(
+                ws,
+                [text, bytes(range(256)), b"", big_text, pattern(64 * 1024, 7)]
+                + [repeated, repeated, repeated, fragments],
+            )
+            await ws.close(1000, "done")
+        elif scenario == "deflate-large":
+            await echo(ws, [json_lines(16 * 2**20)])
             await ws.close(1000, "done")
         elif scenario == "ping":
             (data,) = args

@@ -5,6 +5,14 @@ then exits (0 on success, 1 on error). It talks to the test through stdout,
 one JSON object per line:
 
     {"event": "listening", "port": N}            always the first line
+    {"event": "open", "extensions": E, "deflate": B, ...}
+                                                 the connection is open: E is the
+                                                 Sec-WebSocket-Extensions it answered
+                                                 (null if none), B whether
+                                                 permessage-deflate is active, and then
+                                                 what it applies: server_/client_
+                                                 no_context_takeover (bools) and
+                                                 server_/client_max_window_bits (ints)
     {"event": "pong", "data": "..."}             /ping: the client's pong arrived
     {"event": "closed", "code": C, "reason": R}  the close frame it received
                                                  (code 1006 if none)
@@ -16,8 +24,14 @@ The request path picks the scenario:
                                text "pong:D", then echo like /echo
     /close?code=C&reason=R     start the closing handshake with C and R right away
 
-permessage-deflate is disabled (compression=None): lockgate does not implement
-it yet. A later change adds compressed interop.
+permessage-deflate is chosen by the environment variable
+LOCKGATE_INTEROP_DEFLATE:
+
+    off (or unset)             disabled (compression=None)
+    on                         websockets' default (compression="deflate":
+                               server_max_window_bits=12, client_max_window_bits=12)
+    no-context-takeover        the same, but the server requires
+                               server_no_context_takeover and client_no_context_takeover
 
 It exits on its own if stdin reaches EOF (the test process died) or after
 DEADLINE seconds.
@@ -32,6 +46,7 @@ import urllib.parse
 
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
+from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
 
 DEADLINE = 120  # seconds; the Rust test's own timeouts are much shorter
 MAX_SIZE = 64 * 2**20  # the test sends 16 MiB messages
@@ -39,6 +54,45 @@ MAX_SIZE = 64 * 2**20  # the test sends 16 MiB messages
 
 def emit(event, **fields):
     print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def compression_options():
+    """serve() arguments for LOCKGATE_INTEROP_DEFLATE (see the module doc)."""
+    mode = os.environ.get("LOCKGATE_INTEROP_DEFLATE", "off")
+    if mode == "off":
+        return {"compression": None}
+    if mode == "on":
+        return {"compression": "deflate"}
+    if mode == "no-context-takeover":
+        # websockets' defaults (enable_server_permessage_deflate) plus both flags.
+        factory = ServerPerMessageDeflateFactory(
+            server_no_context_takeover=True,
+            client_no_context_takeover=True,
+            server_max_window_bits=12,
+            client_max_window_bits=12,
+            compress_settings={"memLevel": 5},
+        )
+        return {"compression": None, "extensions": [factory]}
+    raise ValueError(f"unknown LOCKGATE_INTEROP_DEFLATE={mode!r}")
+
+
+def emit_open(ws):
+    """Reports what was negotiated: the header sent and the extension in use."""
+    fields = {
+        "extensions": ws.response.headers.get("Sec-WebSocket-Extensions"),
+        "deflate": False,
+    }
+    for ext in ws.protocol.extensions:
+        if ext.name == "permessage-deflate":
+            # local is the server (us), remote the client.
+            fields.update(
+                deflate=True,
+                server_no_context_takeover=ext.local_no_context_takeover,
+                client_no_context_takeover=ext.remote_no_context_takeover,
+                server_max_window_bits=ext.local_max_window_bits,
+                client_max_window_bits=ext.remote_max_window_bits,
+            )
+    emit("open", **fields)
 
 
 def exit_when_parent_goes():
@@ -66,6 +120,7 @@ async def echo_until_closed(ws):
 
 async def handler(ws, done):
     try:
+        emit_open(ws)
         url = urllib.parse.urlsplit(ws.request.path)
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
         if url.path == "/echo":
@@ -101,7 +156,7 @@ async def main():
         lambda ws: handler(ws, done),
         "127.0.0.1",
         0,
-        compression=None,  # no permessage-deflate yet (see the module doc)
+        **compression_options(),
         max_size=MAX_SIZE,
         ping_interval=None,  # no keepalive pings: the test decides who pings
     ) as server:
