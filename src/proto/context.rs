@@ -8,7 +8,7 @@ use crate::codec::{FrameCodec, HeaderPoll};
 use crate::config::{Config, Role};
 use crate::deflate::DeflateParams;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
-use crate::frame::{FrameHeader, OpCode, encoded_header_len};
+use crate::frame::{CloseCode, FrameHeader, OpCode, encoded_header_len};
 use crate::message::{CloseFrame, Message};
 use crate::proto::assembler::Fragments;
 use crate::proto::close_payload::{encode_close, parse_close};
@@ -63,11 +63,14 @@ pub struct WebSocketContext {
     /// Only the newest unanswered ping is answered.
     pending_pong: Option<Bytes>,
     /// A close frame to send: our reply, or the failure of the connection.
-    pending_close: Option<Option<CloseFrame>>,
+    /// Such frames carry a code (or none) and never a reason.
+    pending_close: Option<Option<CloseCode>>,
     flush_owed: bool,
     /// What permessage-deflate negotiated, if anything.
     deflate: Option<DeflateParams>,
-    compression: Option<Compression>,
+    /// Boxed: most connections never negotiate compression, and an idle
+    /// connection should cost as few bytes as possible.
+    compression: Option<Box<Compression>>,
     /// The message being received is compressed: its inflated bytes so far.
     inflating: Option<BytesMut>,
 }
@@ -87,7 +90,8 @@ impl WebSocketContext {
     /// [`Config::deflate`], or its defaults. Without the `deflate` feature,
     /// `deflate` is ignored.
     pub fn with_deflate(role: Role, config: Config, deflate: Option<DeflateParams>) -> Self {
-        let compression = compression::negotiated(role, deflate.as_ref(), config.get_deflate());
+        let compression =
+            compression::negotiated(role, deflate.as_ref(), config.get_deflate()).map(Box::new);
         Self {
             role,
             config,
@@ -350,6 +354,7 @@ impl WebSocketContext {
             }
         }
         if let Some(frame) = self.pending_close.take() {
+            let frame = frame.map(|code| CloseFrame::new(code, ""));
             self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
             self.flush_owed = true;
             if self.state == State::ClosedByPeer {
@@ -434,7 +439,7 @@ impl WebSocketContext {
     fn fail(&mut self, error: Error) -> Error {
         if let Some(code) = error.close_code() {
             if self.state == State::Active {
-                self.pending_close = Some(Some(CloseFrame::new(code, "")));
+                self.pending_close = Some(Some(code));
             }
             self.pending_pong = None;
             self.state = State::Terminated;
@@ -619,8 +624,7 @@ impl WebSocketContext {
                     State::Active => {
                         // Echo the code; a reply to a close without one is
                         // empty too.
-                        let reply = frame.as_ref().map(|f| CloseFrame::new(f.code, ""));
-                        self.pending_close = Some(reply);
+                        self.pending_close = Some(frame.as_ref().map(|f| f.code));
                         self.state = State::ClosedByPeer;
                     }
                     _ => self.state = State::CloseAcknowledged,
@@ -638,5 +642,19 @@ impl WebSocketContext {
         let mut text = self.text.take().expect("text frames start a validator");
         text.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
         Ok(Message::Text(Utf8Bytes::from_validated(payload)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_connection_stays_small() {
+        // Every parked connection holds one of these; buffers are released
+        // when drained, so this struct is most of its memory.
+        let size = std::mem::size_of::<WebSocketContext>();
+        println!("WebSocketContext: {size} bytes");
+        assert!(size <= 400, "{size} bytes");
     }
 }

@@ -20,6 +20,11 @@ impl Utf8Stream {
         if self.pending_len > 0 {
             input = self.complete_pending(input)?;
         }
+        // The common case, a piece of complete characters, takes the faster
+        // check that does not locate errors.
+        if simdutf8::basic::from_utf8(input).is_ok() {
+            return Ok(());
+        }
         match simdutf8::compat::from_utf8(input) {
             Ok(_) => Ok(()),
             Err(e) if e.error_len().is_none() => {
