@@ -11,7 +11,6 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::config::{Config, Role};
-use crate::deflate::DeflateParams;
 use crate::error::{Error, HandshakeError, Result};
 use crate::handshake::{
     Callback, ClientHandshake, IntoClientRequest, NoCallback, ServerHandshake, error_response_bytes,
@@ -70,7 +69,12 @@ pub fn accept_hdr_with_config<S: Read + Write, C: Callback>(
             Ok(None) => {}
             Ok(Some(done)) => {
                 write_all_and_flush(&mut stream, &done.response_bytes)?;
-                let context = opened(Role::Server, config, done.deflate, &done.leftover);
+                let context = WebSocketContext::after_handshake(
+                    Role::Server,
+                    config,
+                    done.deflate,
+                    &done.leftover,
+                );
                 return Ok(WebSocket::from_context(stream, context));
             }
             Err(Error::Handshake(e)) => {
@@ -112,7 +116,12 @@ pub fn client_with_config<S: Read + Write, R: IntoClientRequest>(
     loop {
         let n = read_some(&mut stream, &mut buf)?;
         if let Some(done) = handshake.receive(&buf[..n])? {
-            let context = opened(Role::Client, config, done.deflate, &done.leftover);
+            let context = WebSocketContext::after_handshake(
+                Role::Client,
+                config,
+                done.deflate,
+                &done.leftover,
+            );
             return Ok((WebSocket::from_context(stream, context), done.response));
         }
     }
@@ -179,19 +188,6 @@ fn connect_tcp(host: &str, port: u16, timeout: Option<Duration>) -> io::Result<T
     }
     Err(last_error
         .unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "host resolved to no address")))
-}
-
-/// The protocol state right after a handshake: what it negotiated, and the
-/// frame bytes that arrived with it.
-fn opened(
-    role: Role,
-    config: Config,
-    deflate: Option<DeflateParams>,
-    leftover: &[u8],
-) -> WebSocketContext {
-    let mut context = WebSocketContext::with_deflate(role, config, deflate);
-    context.feed(leftover);
-    context
 }
 
 fn read_some<S: Read>(stream: &mut S, buf: &mut [u8]) -> Result<usize> {

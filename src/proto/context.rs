@@ -108,6 +108,20 @@ impl WebSocketContext {
         }
     }
 
+    /// The context right after an opening handshake: what it negotiated,
+    /// and the bytes that arrived after the handshake (the start of the
+    /// frame stream, which must not be lost).
+    pub fn after_handshake(
+        role: Role,
+        config: Config,
+        deflate: Option<DeflateParams>,
+        already_read: &[u8],
+    ) -> Self {
+        let mut context = Self::with_deflate(role, config, deflate);
+        context.feed(already_read);
+        context
+    }
+
     /// The permessage-deflate parameters in use, if it was negotiated.
     pub fn deflate(&self) -> Option<&DeflateParams> {
         self.deflate.as_ref()

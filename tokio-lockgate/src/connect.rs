@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::io;
 
-use lockgate::deflate::DeflateParams;
 use lockgate::handshake::{
     Callback, ClientHandshake, ClientHandshakeDone, IntoClientRequest, NoCallback, ServerHandshake,
     error_response_bytes,
@@ -124,21 +123,8 @@ where
         }
     })
     .await?;
-    let context = opened(Role::Server, config, deflate, &leftover);
+    let context = WebSocketContext::after_handshake(Role::Server, config, deflate, &leftover);
     Ok(WebSocketStream::from_context(stream, context))
-}
-
-/// The protocol state right after a handshake: what it negotiated, and the
-/// frame bytes that arrived with it.
-fn opened(
-    role: Role,
-    config: Config,
-    deflate: Option<DeflateParams>,
-    leftover: &[u8],
-) -> WebSocketContext {
-    let mut context = WebSocketContext::with_deflate(role, config, deflate);
-    context.feed(leftover);
-    context
 }
 
 /// Performs the client handshake for `request` over an already connected
@@ -174,7 +160,8 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let done = within(&config, client_handshake(request, &mut stream, &config)).await?;
-    let context = opened(Role::Client, config, done.deflate, &done.leftover);
+    let context =
+        WebSocketContext::after_handshake(Role::Client, config, done.deflate, &done.leftover);
     Ok((
         WebSocketStream::from_context(stream, context),
         done.response,
@@ -282,7 +269,8 @@ where
         Ok((stream, done))
     })
     .await?;
-    let context = opened(Role::Client, config, done.deflate, &done.leftover);
+    let context =
+        WebSocketContext::after_handshake(Role::Client, config, done.deflate, &done.leftover);
     let ws = WebSocketStream::from_context(stream, context);
     Ok((ws, done.response))
 }

@@ -75,8 +75,7 @@ impl<S> WebSocketStream<S> {
     /// which `already_read` bytes past the handshake were consumed: they are
     /// the start of the frame stream.
     pub fn from_partially_read(stream: S, already_read: &[u8], role: Role, config: Config) -> Self {
-        let mut context = WebSocketContext::new(role, config);
-        context.feed(already_read);
+        let context = WebSocketContext::after_handshake(role, config, None, already_read);
         Self::from_context(stream, context)
     }
 
