@@ -23,7 +23,10 @@ step "install interop peers (Python websockets, Node ws)"
 bash scripts/install-interop-peers.sh
 
 step "cargo test (unit, integration, interop, doc tests)"
-cargo test
+# One package per invocation: both have examples named client, echo-server,
+# autobahn-*, whose binaries would collide in a single build.
+cargo test -p lockgate
+cargo test -p tokio-lockgate
 cargo test -p tokio-lockgate --features rustls --test tls
 
 step "Autobahn conformance: blocking driver (server and client modes)"
