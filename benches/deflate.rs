@@ -1,35 +1,47 @@
-//! permessage-deflate cost on JSON-like 1 KiB and 64 KiB messages: compress
-//! and decompress throughput (uncompressed bytes per second), with the
-//! compression ratio printed once per size.
+//! permessage-deflate through the public API, on JSON-like 1 KiB and 64 KiB
+//! text messages, with context takeover (the default) and without it.
 //!
-//! STAND-IN: the codec (`src/deflate/codec.rs`) is crate-private and not yet
-//! wired into `WebSocketContext`, so this drives flate2 directly with the
-//! codec's default settings: zlib-rs backend, raw DEFLATE, level 1, 15
-//! window bits, context takeover, sync flush with the `00 00 ff ff` tail
-//! stripped and appended again on inflate. Switch it to the public API once
-//! compression is negotiated end to end.
+//! - **compress**: a server-role [`WebSocketContext`] with deflate
+//!   negotiated `write`s one message per iteration and the output is drained
+//!   (`output_chunk` / `advance_output`), as a driver would hand it to the
+//!   socket.
+//! - **decompress**: the same messages, compressed beforehand by a
+//!   client-role context (so masked, with RSV1 set), are `feed` to a
+//!   server-role context and read back with `next_message`.
+//!
+//! Throughput is in payload (uncompressed) bytes. The compression ratio,
+//! wire bytes (frame headers included) per payload byte, is printed once
+//! per size and mode on stderr.
+//!
+//! With context takeover the compressed frames form one stream that must be
+//! inflated from its start, so the decompress bench replays it in runs of
+//! the whole corpus on a fresh context each. Each run starts with an
+//! untimed warm-up message, so the decompressor's lazy allocation is not
+//! timed; without context takeover it is, because lockgate drops the state
+//! after every message (that cost is the point of the mode).
 
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress};
+use lockgate::deflate::{DeflateConfig, DeflateParams};
+use lockgate::{Config, Message, Role, Utf8Bytes, WebSocketContext};
 
-/// The codec's default level (`DeflateConfig::default`).
-const LEVEL: u32 = 1;
-/// The codec's default window.
-const WINDOW_BITS: u8 = 15;
-/// Distinct messages cycled through, so the bench does not measure one
-/// message compressed against itself.
-const CORPUS: usize = 64;
-const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
+/// Bytes of distinct messages cycled through. Small corpora flatter the
+/// codec: cycling through 64 × 1 KiB, compress and decompress both ran
+/// about twice as fast as on 50k distinct messages (the branch predictor
+/// and caches learn the repeating input), so each size gets 4 MiB of
+/// distinct text (4096 × 1 KiB, 64 × 64 KiB), which measured like the
+/// 50k-message case.
+const CORPUS_BYTES: usize = 4 << 20;
 
 /// Deterministic JSON-like text: an array of event records with varying
 /// numbers and a handful of repeated keys and values, as chat or market
-/// data feeds send. Same generator as the codec's unit tests.
-fn json_like(len: usize, seed: u64) -> Vec<u8> {
+/// data feeds send. Same generator as the codec's unit tests and
+/// `bench-peers`.
+fn json_like(len: usize, seed: u64) -> String {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut next = move || {
         state ^= state << 13;
@@ -63,107 +75,140 @@ fn json_like(len: usize, seed: u64) -> Vec<u8> {
         ));
     }
     out.truncate(len);
-    out.into_bytes()
+    out
 }
 
-/// One message, as the codec compresses it: sync flush, tail stripped.
-fn compress(state: &mut Compress, input: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    out.reserve(input.len() / 2 + 64);
-    let base = state.total_in();
-    loop {
-        if out.capacity() - out.len() < 64 {
-            out.reserve(out.len().max(64));
-        }
-        let consumed = (state.total_in() - base) as usize;
-        state
-            .compress_vec(&input[consumed..], out, FlushCompress::Sync)
-            .unwrap();
-        if (state.total_in() - base) as usize == input.len() && out.len() < out.capacity() {
-            break;
-        }
+/// The two modes benched: what the handshake would have agreed.
+fn modes() -> [(&'static str, DeflateParams); 2] {
+    let no_takeover = DeflateParams {
+        server_no_context_takeover: true,
+        client_no_context_takeover: true,
+        ..DeflateParams::default()
+    };
+    [
+        ("context takeover", DeflateParams::default()),
+        ("no context takeover", no_takeover),
+    ]
+}
+
+fn context(role: Role, params: DeflateParams) -> WebSocketContext {
+    let config = Config::default().deflate(Some(DeflateConfig::default()));
+    let ctx = WebSocketContext::with_deflate(role, config, Some(params));
+    assert!(ctx.deflate().is_some(), "deflate not enabled: feature off?");
+    ctx
+}
+
+/// Hands every pending output byte to a pretend socket; returns how many.
+fn drain(ctx: &mut WebSocketContext) -> usize {
+    ctx.prepare_output();
+    let mut n = 0;
+    while ctx.output_len() > 0 {
+        let k = ctx.output_chunk().len();
+        n += k;
+        ctx.advance_output(k);
     }
-    assert!(out.ends_with(&TAIL));
-    out.truncate(out.len() - TAIL.len());
+    n
 }
 
-/// One message, as the codec inflates it: payload, then the tail.
-fn decompress(state: &mut Decompress, input: &[u8], out: &mut Vec<u8>, len: usize) {
-    out.clear();
-    out.reserve(len + 1);
-    state
-        .decompress_vec(input, out, FlushDecompress::None)
-        .unwrap();
-    state
-        .decompress_vec(&TAIL, out, FlushDecompress::None)
-        .unwrap();
-    assert_eq!(out.len(), len);
+/// `msgs` as one client-role connection sends them: one buffer per frame.
+fn client_frames(params: DeflateParams, msgs: &[Utf8Bytes]) -> Vec<Vec<u8>> {
+    let mut ctx = context(Role::Client, params);
+    msgs.iter()
+        .map(|m| {
+            ctx.write(Message::text(m.clone())).unwrap();
+            let mut frame = Vec::with_capacity(ctx.output_len());
+            while ctx.output_len() > 0 {
+                let chunk = ctx.output_chunk();
+                frame.extend_from_slice(chunk);
+                let k = chunk.len();
+                ctx.advance_output(k);
+            }
+            // RSV1: the message really was compressed.
+            assert_eq!(frame[0] & 0x40, 0x40, "message sent uncompressed");
+            frame
+        })
+        .collect()
 }
 
-fn new_compress() -> Compress {
-    Compress::new_with_window_bits(Compression::new(LEVEL), false, WINDOW_BITS)
-}
-
-fn new_decompress() -> Decompress {
-    Decompress::new_with_window_bits(false, WINDOW_BITS)
+/// Reads one message from `ctx` and checks its size.
+fn read_one(ctx: &mut WebSocketContext, len: usize) {
+    let msg = ctx.next_message().unwrap().expect("a whole message");
+    let Message::Text(t) = msg else {
+        panic!("expected text, got {msg:?}")
+    };
+    assert_eq!(t.len(), len);
+    black_box(t);
 }
 
 fn deflate(c: &mut Criterion) {
-    let mut group = c.benchmark_group("deflate (flate2 direct, codec settings)");
     for (label, size) in [("1KiB", 1024), ("64KiB", 64 * 1024)] {
-        let messages: Vec<Vec<u8>> = (0..CORPUS as u64)
-            .map(|seed| json_like(size, seed + 1))
+        let corpus = CORPUS_BYTES / size;
+        let texts: Vec<Utf8Bytes> = (0..corpus as u64)
+            .map(|seed| json_like(size, seed + 1).into())
             .collect();
-        // The corpus as one connection sends it: context carried across.
-        let mut state = new_compress();
-        let mut buf = Vec::new();
-        let compressed: Vec<Vec<u8>> = messages
-            .iter()
-            .map(|m| {
-                compress(&mut state, m, &mut buf);
-                buf.clone()
-            })
-            .collect();
-        let raw: usize = messages.iter().map(Vec::len).sum();
-        let packed: usize = compressed.iter().map(Vec::len).sum();
-        eprintln!(
-            "deflate {label} JSON-like, level {LEVEL}, {WINDOW_BITS} bits, context takeover: \
-             ratio {:.3} ({packed} / {raw} bytes)",
-            packed as f64 / raw as f64
-        );
-
+        let warm: Utf8Bytes = json_like(256, 0).into();
+        let raw = (corpus * size) as f64;
+        let mut group = c.benchmark_group(format!("deflate {label} JSON-like"));
         group.throughput(Throughput::Bytes(size as u64));
-        group.bench_function(format!("compress {label}"), |b| {
-            let mut state = new_compress();
-            let mut out = Vec::new();
-            let mut i = 0;
-            b.iter(|| {
-                compress(&mut state, black_box(&messages[i % CORPUS]), &mut out);
-                i += 1;
-                black_box(out.len())
+        for (mode, params) in modes() {
+            // Ratio as each role puts the corpus on the wire.
+            let mut server = context(Role::Server, params);
+            let mut server_wire = 0;
+            for t in &texts {
+                server.write(Message::text(t.clone())).unwrap();
+                server_wire += drain(&mut server);
+            }
+            let mut stream = vec![warm.clone()];
+            stream.extend(texts.iter().cloned());
+            let frames = client_frames(params, &stream);
+            let client_wire: usize = frames[1..].iter().map(Vec::len).sum();
+            // The frames decode to the corpus, byte for byte.
+            let mut check = context(Role::Server, params);
+            for (f, t) in frames.iter().zip(&stream) {
+                check.feed(f);
+                let got = check.next_message().unwrap().expect("a whole message");
+                assert_eq!(got.as_text(), Some(t.as_str()), "round trip differs");
+            }
+            eprintln!(
+                "deflate {label} JSON-like, level 1, 15 bits, {mode}: wire / payload = \
+                 {:.3} as server ({server_wire} / {raw} bytes), {:.3} as client (masked)",
+                server_wire as f64 / raw,
+                client_wire as f64 / raw,
+            );
+
+            group.bench_function(format!("compress, {mode}"), |b| {
+                let mut ctx = context(Role::Server, params);
+                let mut i = 0;
+                b.iter(|| {
+                    let msg = Message::text(texts[i % corpus].clone());
+                    ctx.write(black_box(msg)).unwrap();
+                    i += 1;
+                    black_box(drain(&mut ctx))
+                });
             });
-        });
-        group.bench_function(format!("decompress {label}"), |b| {
-            let mut state = new_decompress();
-            let mut out = Vec::new();
-            let mut i = 0;
-            b.iter(|| {
-                // The compressed corpus is one stream: replay it in order.
-                if i % CORPUS == 0 {
-                    state = new_decompress();
-                }
-                decompress(
-                    &mut state,
-                    black_box(&compressed[i % CORPUS]),
-                    &mut out,
-                    size,
-                );
-                i += 1;
-                black_box(out.len())
+            group.bench_function(format!("decompress, {mode}"), |b| {
+                b.iter_custom(|iters| {
+                    let mut timed = Duration::ZERO;
+                    let mut done = 0;
+                    while done < iters {
+                        let mut ctx = context(Role::Server, params);
+                        ctx.feed(&frames[0]);
+                        read_one(&mut ctx, warm.len());
+                        let k = (iters - done).min(corpus as u64) as usize;
+                        let t0 = Instant::now();
+                        for f in &frames[1..=k] {
+                            ctx.feed(black_box(f));
+                            read_one(&mut ctx, size);
+                        }
+                        timed += t0.elapsed();
+                        done += k as u64;
+                    }
+                    timed
+                });
             });
-        });
+        }
+        group.finish();
     }
-    group.finish();
 }
 
 criterion_group! {

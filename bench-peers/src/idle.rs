@@ -52,9 +52,15 @@ pub(crate) struct IdleRun {
 
 /// Runs the idle scenario for `lib` with `n` connections in a child process.
 pub(crate) fn run(lib: &str, n: usize) -> IdleRun {
+    run_child(lib, n, &["__idle", lib, &n.to_string()])
+}
+
+/// Runs this binary with `args` as an idle-memory child for `lib` and reads
+/// back its `IDLE <rss delta> <heap delta> <n>` line.
+pub(crate) fn run_child(lib: &str, n: usize, args: &[&str]) -> IdleRun {
     let exe = std::env::current_exe().expect("own executable");
     let out = Command::new(exe)
-        .args(["__idle", lib, &n.to_string()])
+        .args(args)
         .output()
         .expect("spawn idle child");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -2,7 +2,7 @@
 //! tokio-tungstenite, fastwebsockets and tokio-websockets.
 //!
 //! ```text
-//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle] [--reps N] [--pin] [--out PATH]
+//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,deflate] [--reps N] [--pin] [--out PATH]
 //! ```
 //!
 //! Scenarios (see BENCHMARKS.md for what each measures and how its output is
@@ -16,14 +16,22 @@
 //!   plus the write calls per message on the sending end, and a raw-TCP row.
 //! - `idle`: RSS and heap per parked, upgraded server connection, one child
 //!   process per library, against bare tokio sockets parked in tasks.
+//! - `deflate`: permessage-deflate, negotiated by each library's own
+//!   handshake: one-way loopback TCP of 1 KiB and 64 KiB JSON-like texts,
+//!   with and without context takeover, lockgate and tokio-lockgate against
+//!   yawc; and RSS and heap per idle compressed connection after one
+//!   message each way. Printed as a second table.
 //!
 //! Libraries are interleaved: every repetition runs each library once, in
 //! an order rotated per repetition, after one untimed warm-up run each.
 //! Every run's output is verified; a failure aborts with exit code 2.
 
 mod alloc;
+mod deflate;
+mod deflate_idle;
 mod frames;
 mod idle;
+mod json;
 mod libs;
 mod mem;
 mod report;
@@ -43,6 +51,8 @@ static GLOBAL: alloc::Counting = alloc::Counting;
 /// Pinned peer versions (keep in sync with Cargo.toml).
 const PEERS: &str = "tungstenite 0.30.0, tokio-tungstenite 0.30.0, fastwebsockets 0.10.0, \
                      tokio-websockets 0.13.3";
+/// The compression peer (keep in sync with Cargo.toml).
+const DEFLATE_PEER: &str = "yawc 0.5.0 (default features off: no TLS, no `zlib` feature)";
 
 /// Aborts the whole run: a library's output did not verify.
 pub(crate) fn fail(lib: &str, msg: &str) -> ! {
@@ -64,12 +74,34 @@ struct Plan {
     big_size: usize,
     tcp: tcp::Sizes,
     idle_n: usize,
+    reps_deflate: usize,
+    reps_deflate_idle: usize,
+    deflate_jobs: Vec<deflate::Job>,
+    deflate_idle_n: usize,
 }
 
-const GROUPS: [&str; 4] = ["write", "read", "tcp", "idle"];
+const GROUPS: [&str; 5] = ["write", "read", "tcp", "idle", "deflate"];
 
-const USAGE: &str =
-    "usage: bench-peers [--quick] [--only write,read,tcp,idle] [--reps N] [--pin] [--out PATH]";
+const USAGE: &str = "usage: bench-peers [--quick] [--only write,read,tcp,idle,deflate] [--reps N] \
+                     [--pin] [--out PATH]";
+
+/// The compressed TCP jobs: `small` 1 KiB messages written then flushed
+/// once, `big` 64 KiB messages sent one by one, each with and without
+/// context takeover.
+fn deflate_jobs(small: usize, big: usize) -> Vec<deflate::Job> {
+    let mut v = Vec::new();
+    for (size, count, flush_each) in [(1024, small, false), (64 * 1024, big, true)] {
+        for takeover in [true, false] {
+            v.push(deflate::Job {
+                size,
+                count,
+                takeover,
+                flush_each,
+            });
+        }
+    }
+    v
+}
 
 impl Plan {
     fn parse(args: &[String]) -> Self {
@@ -127,6 +159,10 @@ impl Plan {
                     big_size: 1 << 20,
                 },
                 idle_n: 5_000,
+                reps_deflate: 3,
+                reps_deflate_idle: 1,
+                deflate_jobs: deflate_jobs(5_000, 100),
+                deflate_idle_n: 200,
             }
         } else {
             Plan {
@@ -149,12 +185,18 @@ impl Plan {
                     big_size: 1 << 20,
                 },
                 idle_n: 5_000,
+                reps_deflate: 11,
+                reps_deflate_idle: 3,
+                deflate_jobs: deflate_jobs(50_000, 1_000),
+                deflate_idle_n: 500,
             }
         };
         if let Some(r) = reps {
             p.reps_mem = r;
             p.reps_tcp = r;
             p.reps_idle = r;
+            p.reps_deflate = r;
+            p.reps_deflate_idle = r;
         }
         p
     }
@@ -203,7 +245,7 @@ fn write_once(lib: Lib, texts: &[String], server: bool, buf: &mut Vec<u8>) -> me
         Lib::TokioTungstenite => mem::write_async::<libs::TokioTungstenite>(n, texts, server, buf),
         Lib::Fastwebsockets => mem::write_async::<libs::Fastwebsockets>(n, texts, server, buf),
         Lib::TokioWebsockets => mem::write_async::<libs::TokioWebsockets>(n, texts, server, buf),
-        Lib::Raw => unreachable!("no raw row for the mock sink"),
+        Lib::Raw | Lib::Yawc => unreachable!("no {} row for the mock sink", lib.name()),
     }
 }
 
@@ -216,7 +258,7 @@ fn read_once(lib: Lib, input: &mem::ReadInput, full: bool) -> Duration {
         Lib::TokioTungstenite => mem::read_async::<libs::TokioTungstenite>(n, input, full),
         Lib::Fastwebsockets => mem::read_async::<libs::Fastwebsockets>(n, input, full),
         Lib::TokioWebsockets => mem::read_async::<libs::TokioWebsockets>(n, input, full),
-        Lib::Raw => unreachable!("no raw row for reading from memory"),
+        Lib::Raw | Lib::Yawc => unreachable!("no {} row for reading from memory", lib.name()),
     }
 }
 
@@ -230,6 +272,7 @@ fn tcp_once(lib: Lib, job: tcp::Job, d: &tcp::TcpData, l: &TcpListener) -> tcp::
         Lib::Fastwebsockets => tcp::run_async::<libs::Fastwebsockets>(n, job, d, l),
         Lib::TokioWebsockets => tcp::run_async::<libs::TokioWebsockets>(n, job, d, l),
         Lib::Raw => tcp::run_raw(job, d, l),
+        Lib::Yawc => unreachable!("yawc runs only the compression scenarios"),
     }
 }
 
@@ -427,8 +470,113 @@ fn idle_rows(p: &Plan) -> Vec<Row> {
     vec![rss, heap]
 }
 
+/// The compressed TCP rows and the compressed idle-memory rows.
+fn deflate_rows(p: &Plan) -> Vec<Row> {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let mut corpora: Vec<deflate::Corpus> = Vec::new();
+    for job in &p.deflate_jobs {
+        let count = p
+            .deflate_jobs
+            .iter()
+            .filter(|j| j.size == job.size)
+            .map(|j| j.count)
+            .max()
+            .unwrap_or(0);
+        if !corpora.iter().any(|c| c.size() == job.size) {
+            corpora.push(deflate::Corpus::new(job.size, count));
+        }
+    }
+    let libs = [Lib::Lockgate, Lib::TokioLockgate, Lib::Yawc];
+    let mut rows = Vec::new();
+    for job in &p.deflate_jobs {
+        let c = corpora
+            .iter()
+            .find(|c| c.size() == job.size)
+            .expect("a corpus per size");
+        let name = job.label();
+        let mut rate = Row::new(name.clone(), "msg/s", Better::Higher);
+        let mut mbs = Row::new("… payload throughput", "MB/s", Better::Higher);
+        let mut wire = Row::new(
+            "… wire bytes per payload byte (server → client)",
+            "B/B",
+            Better::Lower,
+        );
+        let mut calls = Row::new(
+            "… write calls per message, sending server",
+            "calls/msg",
+            Better::Lower,
+        );
+        interleave(&name, &libs, p.reps_deflate, |lib, rep| {
+            let warm = rep.is_none();
+            let run = match lib {
+                Lib::Lockgate => deflate::run_lockgate(*job, c, &listener, warm),
+                Lib::TokioLockgate => deflate::run_tokio_lockgate(*job, c, &listener, warm),
+                Lib::Yawc => deflate::run_yawc(*job, c, &listener, warm),
+                _ => unreachable!("not a compression library"),
+            };
+            if warm {
+                return;
+            }
+            let secs = run.elapsed.as_secs_f64();
+            rate.push(lib, job.count as f64 / secs);
+            mbs.push(lib, run.payload as f64 / secs / 1e6);
+            wire.push(lib, run.wire as f64 / run.payload as f64);
+            calls.push(lib, run.server_writes as f64 / job.count as f64);
+        });
+        rows.extend([rate, mbs, wire, calls]);
+    }
+    let n = p.deflate_idle_n;
+    for mode in deflate_idle::Mode::ALL {
+        let what = mode.describe();
+        let mut rss = Row::new(
+            format!("idle connection RSS after 1 × 1 KiB each way, {what} ({n} conns)"),
+            "KiB",
+            Better::Lower,
+        );
+        let mut heap = Row::new(
+            format!("idle connection heap after 1 × 1 KiB each way, {what} ({n} conns)"),
+            "KiB",
+            Better::Lower,
+        );
+        for rep in 0..p.reps_deflate_idle {
+            eprint!(
+                "\ridle ({what}): repetition {}/{}   ",
+                rep + 1,
+                p.reps_deflate_idle
+            );
+            let mut names = deflate_idle::LIBS.to_vec();
+            let k = rep % names.len();
+            names.rotate_left(k);
+            for name in names {
+                let r = deflate_idle::run(name, n, mode);
+                let lib = if name == "yawc" {
+                    Lib::Yawc
+                } else {
+                    Lib::TokioLockgate
+                };
+                rss.push(lib, r.rss / 1024.0);
+                heap.push(lib, r.heap / 1024.0);
+            }
+        }
+        eprintln!();
+        rows.extend([rss, heap]);
+    }
+    rows
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("__idle_deflate") {
+        match (
+            args.get(1),
+            args.get(2).and_then(|n| n.parse().ok()),
+            args.get(3),
+        ) {
+            (Some(lib), Some(n), Some(mode)) => deflate_idle::child_main(lib, n, mode),
+            _ => usage(),
+        }
+        return;
+    }
     if args.first().map(String::as_str) == Some("__idle") {
         let (lib, n) = match (args.get(1), args.get(2).and_then(|n| n.parse().ok())) {
             (Some(lib), Some(n)) => (lib.clone(), n),
@@ -456,39 +604,80 @@ fn main() {
     if plan.runs("idle") {
         rows.extend(idle_rows(&plan));
     }
+    let deflate = if plan.runs("deflate") {
+        deflate_rows(&plan)
+    } else {
+        Vec::new()
+    };
     let took = started.elapsed().as_secs_f64();
     let load1 = sys::loadavg();
     let mode = if plan.quick { "--quick" } else { "full" };
-    let mut out = format!(
-        "## Comparison with other Rust WebSocket crates\n\n\
-         - date: {when}\n\
-         - machine: {}\n\
-         - run: `cargo run --release -p bench-peers -- {}` ({mode}; repetitions: {} in-memory, \
-         {} TCP, {} idle; open-file limit {nofile}); took {took:.1} s\n\
-         - 1-minute load average at start / end: {load0} / {load1} (other work on the machine skews results)\n\
-         - peers: {PEERS}; lockgate and tokio-lockgate from this tree ({tree})\n\
-         - medians of the repetitions; ratios are lockgate's median ÷ the best peer's median \
-         (↓ rows: below 1 means lockgate is faster/smaller; ↑ rows: above 1 means lockgate is faster)\n\
-         - in-memory rows: lockgate and tungstenite use their blocking API on a std::io mock; the \
-         async crates use the same mock through AsyncRead/AsyncWrite, polled by a current-thread \
-         tokio runtime\n\
-         - TCP rows: two threads, blocking API for lockgate/tungstenite/raw, a current-thread \
-         runtime per end for the async crates; fastwebsockets writes through a tokio BufWriter \
-         (8 KiB) since it has no write buffer; threads {}\n\n",
-        sys::machine(),
-        args.join(" "),
-        plan.reps_mem,
-        plan.reps_tcp,
-        plan.reps_idle,
-        if sys::pinning() {
-            "pinned (server end CPU 0, client end CPU 1)"
-        } else {
-            "not pinned"
-        },
-    );
-    out.push_str(&report::table(&rows));
-    out.push_str("\nSpread of the samples, (max − min) / median:\n\n");
-    out.push_str(&report::spread_table(&rows));
+    let mut out = String::new();
+    if !rows.is_empty() {
+        let header = format!(
+            "## Comparison with other Rust WebSocket crates\n\n\
+             - date: {when}\n\
+             - machine: {}\n\
+             - run: `cargo run --release -p bench-peers -- {}` ({mode}; repetitions: {} in-memory, \
+             {} TCP, {} idle; open-file limit {nofile}); took {took:.1} s\n\
+             - 1-minute load average at start / end: {load0} / {load1} (other work on the machine skews results)\n\
+             - peers: {PEERS}; lockgate and tokio-lockgate from this tree ({tree})\n\
+             - medians of the repetitions; ratios are lockgate's median ÷ the best peer's median \
+             (↓ rows: below 1 means lockgate is faster/smaller; ↑ rows: above 1 means lockgate is faster)\n\
+             - in-memory rows: lockgate and tungstenite use their blocking API on a std::io mock; the \
+             async crates use the same mock through AsyncRead/AsyncWrite, polled by a current-thread \
+             tokio runtime\n\
+             - TCP rows: two threads, blocking API for lockgate/tungstenite/raw, a current-thread \
+             runtime per end for the async crates; fastwebsockets writes through a tokio BufWriter \
+             (8 KiB) since it has no write buffer; threads {}\n\n",
+            sys::machine(),
+            args.join(" "),
+            plan.reps_mem,
+            plan.reps_tcp,
+            plan.reps_idle,
+            if sys::pinning() {
+                "pinned (server end CPU 0, client end CPU 1)"
+            } else {
+                "not pinned"
+            },
+        );
+        out.push_str(&header);
+        out.push_str(&report::table(&rows, &report::COLS));
+        out.push_str("\nSpread of the samples, (max − min) / median:\n\n");
+        out.push_str(&report::spread_table(&rows, &report::COLS));
+    }
+    if !deflate.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "### Compression (permessage-deflate)\n\n\
+             - date: {when}\n\
+             - machine: {}\n\
+             - run: `cargo run --release -p bench-peers -- {}` ({mode}; repetitions: {} TCP, {} idle); \
+             whole run took {took:.1} s\n\
+             - 1-minute load average at start / end: {load0} / {load1} (other work on the machine skews results)\n\
+             - peer: {DEFLATE_PEER}; lockgate and tokio-lockgate from this tree ({tree}); \
+             flate2 is built once for the whole binary with lockgate's `zlib-rs` feature, so both \
+             libraries compress with zlib-rs here\n\
+             - each library negotiates permessage-deflate in its own handshake, level 1, 15-bit \
+             windows; yawc with `with_utf8()`; threads {}\n\
+             - medians of the repetitions; ratios are lockgate's median ÷ yawc's median \
+             (↓ rows: below 1 means lockgate is faster/smaller; ↑ rows: above 1 means lockgate is faster)\n\n",
+            sys::machine(),
+            args.join(" "),
+            plan.reps_deflate,
+            plan.reps_deflate_idle,
+            if sys::pinning() {
+                "pinned (server end CPU 0, client end CPU 1)"
+            } else {
+                "not pinned"
+            },
+        ));
+        out.push_str(&report::table(&deflate, &report::DEFLATE_COLS));
+        out.push_str("\nSpread of the samples, (max − min) / median:\n\n");
+        out.push_str(&report::spread_table(&deflate, &report::DEFLATE_COLS));
+    }
     print!("{out}");
     eprintln!("done in {took:.1} s");
     if let Some(path) = &plan.out

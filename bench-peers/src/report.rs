@@ -18,6 +18,8 @@ pub(crate) enum Lib {
     Fastwebsockets,
     /// tokio-websockets.
     TokioWebsockets,
+    /// yawc (compression scenarios only).
+    Yawc,
     /// Raw TCP (TCP rows) or the bare-socket floor (idle rows).
     Raw,
 }
@@ -42,6 +44,7 @@ impl Lib {
             Lib::TokioTungstenite => "tokio-tungstenite",
             Lib::Fastwebsockets => "fastwebsockets",
             Lib::TokioWebsockets => "tokio-websockets",
+            Lib::Yawc => "yawc",
             Lib::Raw => "raw TCP / floor",
         }
     }
@@ -49,7 +52,11 @@ impl Lib {
     fn is_peer(self) -> bool {
         matches!(
             self,
-            Lib::Tungstenite | Lib::TokioTungstenite | Lib::Fastwebsockets | Lib::TokioWebsockets
+            Lib::Tungstenite
+                | Lib::TokioTungstenite
+                | Lib::Fastwebsockets
+                | Lib::TokioWebsockets
+                | Lib::Yawc
         )
     }
 }
@@ -117,7 +124,7 @@ impl Row {
     }
 
     fn best_peer(&self) -> Option<(Lib, f64)> {
-        let peers = Lib::LIBS.iter().filter(|l| l.is_peer());
+        let peers = self.samples.keys().filter(|l| l.is_peer());
         peers
             .filter_map(|&l| self.median(l).map(|m| (l, m)))
             .reduce(|a, b| match self.better {
@@ -156,7 +163,8 @@ pub(crate) fn num(v: f64) -> String {
     }
 }
 
-const COLS: [Lib; 7] = [
+/// The columns of the main table.
+pub(crate) const COLS: [Lib; 7] = [
     Lib::Lockgate,
     Lib::TokioLockgate,
     Lib::Tungstenite,
@@ -166,15 +174,19 @@ const COLS: [Lib; 7] = [
     Lib::Raw,
 ];
 
-/// The medians table, with the best peer and lockgate's ratios to it.
-pub(crate) fn table(rows: &[Row]) -> String {
+/// The columns of the compression table.
+pub(crate) const DEFLATE_COLS: [Lib; 3] = [Lib::Lockgate, Lib::TokioLockgate, Lib::Yawc];
+
+/// The medians table over columns `cols`, with the best peer and
+/// lockgate's ratios to it.
+pub(crate) fn table(rows: &[Row], cols: &[Lib]) -> String {
     let mut s = String::new();
     s.push_str("| scenario | unit | better |");
-    for l in COLS {
+    for l in cols {
         let _ = write!(s, " {} |", l.name());
     }
     s.push_str(" best peer | lockgate ÷ best | tokio-lockgate ÷ best |\n|---|---|---|");
-    for _ in COLS {
+    for _ in cols {
         s.push_str("---:|");
     }
     s.push_str("---|---:|---:|\n");
@@ -184,7 +196,7 @@ pub(crate) fn table(rows: &[Row]) -> String {
             Better::Higher => "↑ higher",
         };
         let _ = write!(s, "| {} | {} | {} |", r.name, r.unit, arrow);
-        for l in COLS {
+        for &l in cols {
             let cell = r.median(l).map_or_else(|| "—".into(), num);
             let _ = write!(s, " {cell} |");
         }
@@ -201,21 +213,22 @@ pub(crate) fn table(rows: &[Row]) -> String {
     s
 }
 
-/// The spread table: (max − min) / median per cell, and the sample count.
-pub(crate) fn spread_table(rows: &[Row]) -> String {
+/// The spread table over columns `cols`: (max − min) / median per cell,
+/// and the sample count.
+pub(crate) fn spread_table(rows: &[Row], cols: &[Lib]) -> String {
     let mut s = String::from("| scenario | n |");
-    for l in COLS {
+    for l in cols {
         let _ = write!(s, " {} |", l.name());
     }
     s.push_str("\n|---|---:|");
-    for _ in COLS {
+    for _ in cols {
         s.push_str("---:|");
     }
     s.push('\n');
     for r in rows {
         let n = r.samples.values().map(Vec::len).max().unwrap_or(0);
         let _ = write!(s, "| {} | {n} |", r.name);
-        for l in COLS {
+        for &l in cols {
             let cell = r
                 .spread(l)
                 .map_or_else(|| "—".into(), |x| format!("{:.0}%", x * 100.0));

@@ -7,8 +7,8 @@ use std::cell::RefCell;
 use std::io::{self, IoSlice, Read, Write};
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -220,13 +220,59 @@ impl AsyncWrite for MemStream {
     }
 }
 
-/// Calls counted by [`Counted`].
+/// Calls and bytes counted by [`Counted`].
 #[derive(Debug, Default)]
 pub(crate) struct Calls {
     /// Successful write / write_vectored calls.
     pub(crate) writes: AtomicU64,
     /// Successful read calls.
     pub(crate) reads: AtomicU64,
+    /// Bytes those write calls accepted.
+    pub(crate) bytes_written: AtomicU64,
+    /// Bytes those read calls returned.
+    pub(crate) bytes_read: AtomicU64,
+    /// While set, written bytes are also copied into `head` (up to 4 KiB),
+    /// so a handshake's response can be checked afterwards.
+    pub(crate) capture: AtomicBool,
+    /// The captured bytes.
+    pub(crate) head: Mutex<Vec<u8>>,
+}
+
+impl Calls {
+    /// Counters that also capture written bytes until [`Calls::stop_capture`].
+    pub(crate) fn capturing() -> Self {
+        let c = Self::default();
+        c.capture.store(true, Relaxed);
+        c
+    }
+
+    /// Stops capturing and returns what was captured.
+    pub(crate) fn stop_capture(&self) -> Vec<u8> {
+        self.capture.store(false, Relaxed);
+        std::mem::take(&mut *self.head.lock().expect("head lock"))
+    }
+
+    /// (bytes written, bytes read) so far.
+    pub(crate) fn bytes(&self) -> (u64, u64) {
+        (
+            self.bytes_written.load(Relaxed),
+            self.bytes_read.load(Relaxed),
+        )
+    }
+
+    fn record(&self, bufs: &[IoSlice<'_>], n: usize) {
+        const CAP: usize = 4096;
+        let mut head = self.head.lock().expect("head lock");
+        let mut left = n;
+        for b in bufs {
+            if left == 0 || head.len() >= CAP {
+                break;
+            }
+            let k = b.len().min(left).min(CAP - head.len());
+            head.extend_from_slice(&b[..k]);
+            left -= b.len().min(left);
+        }
+    }
 }
 
 /// Wraps a stream and counts the write calls (write / write_vectored,
@@ -244,23 +290,28 @@ impl<S> Counted<S> {
         Self { inner, calls }
     }
 
-    fn count<T>(&self, r: &io::Result<T>) {
-        if r.is_ok() {
+    fn count(&self, r: &io::Result<usize>, bufs: &[IoSlice<'_>]) {
+        if let Ok(n) = r {
             self.calls.writes.fetch_add(1, Relaxed);
+            self.calls.bytes_written.fetch_add(*n as u64, Relaxed);
+            if self.calls.capture.load(Relaxed) {
+                self.calls.record(bufs, *n);
+            }
         }
     }
 
-    fn count_read<T>(&self, r: &io::Result<T>) {
-        if r.is_ok() {
-            self.calls.reads.fetch_add(1, Relaxed);
-        }
+    fn count_read(&self, n: usize) {
+        self.calls.reads.fetch_add(1, Relaxed);
+        self.calls.bytes_read.fetch_add(n as u64, Relaxed);
     }
 }
 
 impl<S: Read> Read for Counted<S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let r = self.inner.read(buf);
-        self.count_read(&r);
+        if let Ok(n) = r {
+            self.count_read(n);
+        }
         r
     }
 }
@@ -268,12 +319,12 @@ impl<S: Read> Read for Counted<S> {
 impl<S: Write> Write for Counted<S> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let r = self.inner.write(buf);
-        self.count(&r);
+        self.count(&r, &[IoSlice::new(buf)]);
         r
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let r = self.inner.write_vectored(bufs);
-        self.count(&r);
+        self.count(&r, bufs);
         r
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -288,9 +339,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        let before = buf.filled().len();
         let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(r) = &r {
-            this.count_read(r);
+        if let Poll::Ready(Ok(())) = &r {
+            this.count_read(buf.filled().len() - before);
         }
         r
     }
@@ -305,7 +357,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
         let this = self.get_mut();
         let r = Pin::new(&mut this.inner).poll_write(cx, buf);
         if let Poll::Ready(r) = &r {
-            this.count(r);
+            this.count(r, &[IoSlice::new(buf)]);
         }
         r
     }
@@ -317,7 +369,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
         let this = self.get_mut();
         let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         if let Poll::Ready(r) = &r {
-            this.count(r);
+            this.count(r, bufs);
         }
         r
     }

@@ -20,9 +20,14 @@ pub(crate) fn request() -> String {
     )
 }
 
+/// The Sec-WebSocket-Accept value that answers [`request`].
+pub(crate) fn accept_key() -> String {
+    tungstenite::handshake::derive_accept_key(KEY.as_bytes())
+}
+
 /// The 101 response to [`request`].
 pub(crate) fn response() -> String {
-    let accept = tungstenite::handshake::derive_accept_key(KEY.as_bytes());
+    let accept = accept_key();
     format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
          Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"

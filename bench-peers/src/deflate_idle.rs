@@ -1,0 +1,402 @@
+//! Scenario 7: memory held by idle compressed server connections, after one
+//! compressed message in each direction, with and without context takeover,
+//! and a baseline where the client offers no compression.
+//!
+//! As in the idle scenario, each (library, mode) runs in a child process
+//! (`__idle_deflate LIB N takeover|no-takeover|off`) with a counting global
+//! allocator. A client thread with blocking sockets, and no heap kept per
+//! connection, sends an upgrade request offering permessage-deflate (plus
+//! both no-context-takeover parameters in that mode) and checks the 101
+//! accepts it with exactly those parameters. Each server task does the
+//! library's own handshake (`accept_async_with_config` for tokio-lockgate;
+//! hyper's HTTP/1 server and `WebSocket::upgrade_with_options` for yawc),
+//! receives one compressed 1 KiB JSON-like message (built once by a
+//! lockgate client context, masked, RSV1 set) and checks it byte for byte,
+//! sends one compressed 1 KiB reply (the client checks that it is a final
+//! text frame with RSV1 and fewer bytes than the text), then parks in its
+//! read. So both the compressor and the decompressor have been used once.
+//! The baseline does the same with plain frames.
+//!
+//! After a warm-up of 16 such connections, used and closed, the child reads
+//! RSS and live heap, opens N connections, waits until every task has
+//! parked, and reads both again. Finally every client sends an uncompressed
+//! masked "hello" that every parked task must receive.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use futures_util::SinkExt;
+use lockgate::{Message, Role, Utf8Bytes, WebSocketContext};
+
+use crate::deflate::{check_response, lockgate_config, lockgate_params, yawc_accept, yawc_options};
+use crate::idle::{IdleRun, run_child};
+use crate::json::json_like;
+use crate::{alloc, frames, sys, upgrade};
+
+/// The libraries measured (async only: a parked blocking connection is a
+/// thread).
+pub(crate) const LIBS: [&str; 2] = ["tokio-lockgate", "yawc"];
+
+const WARM: usize = 16;
+const HELLO: &str = "hello";
+/// Size of the message each way.
+const SIZE: usize = 1024;
+
+/// What the client offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// permessage-deflate with context takeover both ways.
+    Takeover,
+    /// permessage-deflate with both no-context-takeover parameters.
+    NoTakeover,
+    /// Nothing: the baseline, same handshake path and messages, uncompressed.
+    Off,
+}
+
+impl Mode {
+    /// Every mode, in report order.
+    pub(crate) const ALL: [Mode; 3] = [Mode::Off, Mode::Takeover, Mode::NoTakeover];
+
+    fn arg(self) -> &'static str {
+        match self {
+            Mode::Takeover => "takeover",
+            Mode::NoTakeover => "no-takeover",
+            Mode::Off => "off",
+        }
+    }
+
+    /// How the report names it.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Mode::Takeover => "deflate, context takeover",
+            Mode::NoTakeover => "deflate, no context takeover",
+            Mode::Off => "no compression offered (baseline)",
+        }
+    }
+
+    fn takeover(self) -> bool {
+        self == Mode::Takeover
+    }
+}
+
+/// Runs the scenario for `lib` with `n` connections in a child process.
+pub(crate) fn run(lib: &str, n: usize, mode: Mode) -> IdleRun {
+    run_child(lib, n, &["__idle_deflate", lib, &n.to_string(), mode.arg()])
+}
+
+fn request(mode: Mode) -> String {
+    let mut req = upgrade::request();
+    let offer = match mode {
+        Mode::Takeover => "permessage-deflate",
+        Mode::NoTakeover => {
+            "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+        }
+        Mode::Off => return req,
+    };
+    req.truncate(req.len() - 2);
+    req.push_str(&format!("Sec-WebSocket-Extensions: {offer}\r\n\r\n"));
+    req
+}
+
+/// The client's message as one masked frame: compressed by a lockgate
+/// client context, or plain in the baseline.
+fn client_frame(text: &str, mode: Mode) -> Vec<u8> {
+    if mode == Mode::Off {
+        let mut out = Vec::new();
+        frames::encode(
+            &mut out,
+            frames::OP_TEXT,
+            text.as_bytes(),
+            Some(frames::mask_for(3)),
+        );
+        return out;
+    }
+    let takeover = mode.takeover();
+    let mut ctx = WebSocketContext::with_deflate(
+        Role::Client,
+        lockgate_config(takeover),
+        Some(lockgate_params(takeover)),
+    );
+    ctx.write(Message::text(text)).expect("compress");
+    let mut out = Vec::new();
+    while ctx.output_len() > 0 {
+        let chunk = ctx.output_chunk();
+        out.extend_from_slice(chunk);
+        let k = chunk.len();
+        ctx.advance_output(k);
+    }
+    assert_eq!(out[0], 0xC1, "not a compressed final text frame");
+    out
+}
+
+/// Reads one server frame into `buf`: (first header byte, payload length).
+fn read_frame(c: &mut TcpStream, buf: &mut [u8]) -> (u8, usize) {
+    let mut h = [0u8; 2];
+    c.read_exact(&mut h).expect("read reply header");
+    assert_eq!(h[1] & 0x80, 0, "masked frame from the server");
+    let len = match h[1] & 0x7f {
+        126 => {
+            let mut e = [0u8; 2];
+            c.read_exact(&mut e).expect("read reply length");
+            usize::from(u16::from_be_bytes(e))
+        }
+        127 => panic!("reply too long"),
+        n => usize::from(n),
+    };
+    c.read_exact(&mut buf[..len]).expect("read reply payload");
+    (h[0], len)
+}
+
+enum Cmd {
+    Connect(usize),
+    Hello,
+    Close,
+    Exit,
+}
+
+struct ClientSide {
+    addr: std::net::SocketAddr,
+    mode: Mode,
+    lib: String,
+    message: Vec<u8>,
+}
+
+fn client_thread(side: ClientSide, cap: usize, rx: mpsc::Receiver<Cmd>, done: mpsc::Sender<()>) {
+    let req = request(side.mode);
+    let accept = format!(
+        "sec-websocket-accept: {}\r\n",
+        upgrade::accept_key().to_ascii_lowercase()
+    );
+    let mut hello = Vec::with_capacity(32);
+    frames::encode(
+        &mut hello,
+        frames::OP_TEXT,
+        HELLO.as_bytes(),
+        Some(frames::mask_for(7)),
+    );
+    let mut conns: Vec<TcpStream> = Vec::with_capacity(cap);
+    let mut buf = [0u8; 4096];
+    while let Ok(cmd) = rx.recv() {
+        match cmd {
+            Cmd::Connect(k) => {
+                for _ in 0..k {
+                    let mut c = TcpStream::connect(side.addr).expect("idle connect");
+                    c.set_nodelay(true).expect("TCP_NODELAY");
+                    c.write_all(req.as_bytes()).expect("send request");
+                    let n = upgrade::read_head_sync(&mut c, &mut buf);
+                    let head = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                    assert!(head.contains(&accept), "wrong accept key: {head}");
+                    if side.mode == Mode::Off {
+                        if head.contains("sec-websocket-extensions") {
+                            crate::fail(&side.lib, "an extension nobody offered was accepted");
+                        }
+                    } else {
+                        check_response(&side.lib, &buf[..n], side.mode.takeover());
+                    }
+                    c.write_all(&side.message).expect("send message");
+                    let (b0, len) = read_frame(&mut c, &mut buf);
+                    let ok = match side.mode {
+                        Mode::Off => b0 == 0x81 && len == SIZE,
+                        _ => b0 == 0xC1 && len < SIZE,
+                    };
+                    if !ok {
+                        crate::fail(
+                            &side.lib,
+                            &format!("{:?} reply: first byte {b0:#x}, {len} bytes", side.mode),
+                        );
+                    }
+                    conns.push(c);
+                }
+            }
+            Cmd::Hello => {
+                for c in &mut conns {
+                    c.write_all(&hello).expect("idle hello");
+                }
+            }
+            Cmd::Close => conns.clear(),
+            Cmd::Exit => return,
+        }
+        done.send(()).expect("main thread gone");
+    }
+}
+
+type Counter = Rc<std::cell::Cell<usize>>;
+
+struct Texts {
+    message: Rc<str>,
+    reply: Utf8Bytes,
+}
+
+/// Serves one connection as `lib` would: handshake, one message each way,
+/// then park in a read until "hello". The server accepts compression in
+/// every mode; in the baseline the client just does not offer it.
+fn serve(
+    lib: &str,
+    s: tokio::net::TcpStream,
+    takeover: bool,
+    texts: Rc<Texts>,
+    parked: Counter,
+    got: Counter,
+) {
+    fn done(got: &Counter, ok: bool, lib: &str) {
+        if !ok {
+            crate::fail(lib, "idle connection received the wrong message");
+        }
+        got.set(got.get() + 1);
+    }
+    let lib_name = lib.to_string();
+    match lib {
+        "tokio-lockgate" => {
+            tokio::task::spawn_local(async move {
+                let mut ws = tokio_lockgate::accept_async_with_config(s, lockgate_config(takeover))
+                    .await
+                    .expect("tokio-lockgate accept");
+                let m = ws.read().await.expect("tokio-lockgate read");
+                if m.as_text() != Some(&*texts.message) {
+                    crate::fail(&lib_name, "compressed message differs");
+                }
+                // Its payload may share the read buffer's allocation.
+                drop(m);
+                ws.send(Message::text(texts.reply.clone()))
+                    .await
+                    .expect("tokio-lockgate send");
+                drop(texts);
+                parked.set(parked.get() + 1);
+                let m = ws.read().await.expect("tokio-lockgate read");
+                done(&got, m.as_text() == Some(HELLO), &lib_name);
+            });
+        }
+        "yawc" => {
+            tokio::task::spawn_local(async move {
+                let mut ws = yawc_accept(s, yawc_options(takeover)).await;
+                let f = ws.next_frame().await.expect("yawc read");
+                if f.opcode() != yawc::OpCode::Text || &f.payload()[..] != texts.message.as_bytes()
+                {
+                    crate::fail(&lib_name, "compressed message differs");
+                }
+                drop(f);
+                ws.send(yawc::Frame::text(texts.reply.as_bytes().clone()))
+                    .await
+                    .expect("yawc send");
+                drop(texts);
+                parked.set(parked.get() + 1);
+                let f = ws.next_frame().await.expect("yawc read");
+                done(&got, &f.payload()[..] == HELLO.as_bytes(), &lib_name);
+            });
+        }
+        other => crate::fail(other, "unknown library for the compressed idle scenario"),
+    }
+}
+
+/// The child process: prints `IDLE <rss delta> <heap delta> <n>` and exits.
+pub(crate) fn child_main(lib: &str, n: usize, mode: &str) {
+    let Some(mode) = Mode::ALL.into_iter().find(|m| m.arg() == mode) else {
+        crate::fail(lib, &format!("unknown mode {mode:?}"))
+    };
+    let takeover = mode.takeover();
+    alloc::enable();
+    let limit = sys::raise_nofile();
+    let need = 2 * (n + WARM) + 64;
+    if limit < need as u64 {
+        crate::fail(lib, &format!("open-file limit {limit} < {need} needed"));
+    }
+    let texts = Rc::new(Texts {
+        message: json_like(SIZE, 7).into(),
+        reply: json_like(SIZE, 9).into(),
+    });
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let side = ClientSide {
+        addr: listener.local_addr().expect("listener address"),
+        mode,
+        lib: lib.to_string(),
+        message: client_frame(&texts.message, mode),
+    };
+    listener.set_nonblocking(true).expect("set_nonblocking");
+    let (cmd_tx, cmd_rx) = mpsc::channel();
+    let (ack_tx, ack_rx) = mpsc::channel();
+    let client = std::thread::spawn(move || client_thread(side, n + WARM, cmd_rx, ack_tx));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let local = tokio::task::LocalSet::new();
+    let lib = lib.to_string();
+    local.block_on(&rt, async move {
+        let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+        let parked: Counter = Rc::default();
+        let got: Counter = Rc::default();
+        let open = |k: usize| {
+            let (listener, lib, texts) = (&listener, &lib, &texts);
+            let (parked, got) = (parked.clone(), got.clone());
+            let cmd_tx = cmd_tx.clone();
+            async move {
+                let target = parked.get() + k;
+                cmd_tx.send(Cmd::Connect(k)).expect("client thread gone");
+                for _ in 0..k {
+                    let (s, _) = listener.accept().await.expect("accept");
+                    s.set_nodelay(true).expect("TCP_NODELAY");
+                    serve(lib, s, takeover, texts.clone(), parked.clone(), got.clone());
+                }
+                let start = Instant::now();
+                while parked.get() < target {
+                    if start.elapsed() > Duration::from_secs(60) {
+                        crate::fail(lib, "connections did not park");
+                    }
+                    tokio::task::yield_now().await;
+                }
+            }
+        };
+        let ack = || {
+            ack_rx
+                .recv_timeout(Duration::from_secs(60))
+                .expect("client thread stalled")
+        };
+        let wait_got = |target: usize| {
+            let got = got.clone();
+            async move {
+                let start = Instant::now();
+                while got.get() < target {
+                    if start.elapsed() > Duration::from_secs(60) {
+                        crate::fail(
+                            "idle deflate",
+                            &format!(
+                                "only {} of {target} connections got their message",
+                                got.get()
+                            ),
+                        );
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        };
+
+        open(WARM).await;
+        ack();
+        cmd_tx.send(Cmd::Hello).expect("client thread gone");
+        ack();
+        wait_got(WARM).await;
+        cmd_tx.send(Cmd::Close).expect("client thread gone");
+        ack();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+
+        let (rss0, heap0) = (sys::rss_bytes(), alloc::live_bytes());
+        open(n).await;
+        ack();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (rss1, heap1) = (sys::rss_bytes(), alloc::live_bytes());
+
+        cmd_tx.send(Cmd::Hello).expect("client thread gone");
+        ack();
+        wait_got(WARM + n).await;
+        cmd_tx.send(Cmd::Exit).expect("client thread gone");
+        println!(
+            "IDLE {} {} {n}",
+            rss1 as i64 - rss0 as i64,
+            heap1 as i64 - heap0 as i64
+        );
+    });
+    client.join().expect("client thread panicked");
+}
