@@ -86,6 +86,12 @@ impl Compression {
         out.freeze()
     }
 
+    /// Frees compression state no future message can need (see
+    /// `Deflater::release`): called once a burst of writes is flushed.
+    pub(crate) fn release_idle(&mut self) {
+        self.deflater.release();
+    }
+
     /// Inflates one frame of a compressed message into `out` (the message
     /// so far), under `max` bytes of output.
     pub(crate) fn inflate(
@@ -110,6 +116,10 @@ impl Compression {
 
 #[cfg(not(feature = "deflate"))]
 impl Compression {
+    pub(crate) fn release_idle(&mut self) {
+        match *self {}
+    }
+
     pub(crate) fn wants(&self, _: usize) -> bool {
         match *self {}
     }

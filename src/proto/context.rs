@@ -394,6 +394,10 @@ impl WebSocketContext {
     pub fn on_flushed(&mut self) {
         if self.codec.output.is_empty() {
             self.flush_owed = false;
+            // A flushed burst is where a connection may go idle.
+            if let Some(compression) = self.compression.as_mut() {
+                compression.release_idle();
+            }
         }
     }
 
