@@ -5,7 +5,9 @@ use std::ops::Range;
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::error::ProtocolError;
-use crate::frame::{FrameHeader, HeaderParse, apply_mask_at};
+use crate::frame::{
+    FUSED_CHECK_MAX, FrameHeader, HeaderParse, apply_mask, apply_mask_at, unmask_and_check_ascii,
+};
 
 /// The largest read step, and the most reserved ahead of arriving bytes.
 const MAX_READ_STEP: usize = 1 << 20;
@@ -42,16 +44,14 @@ pub struct InFrames {
     offered: usize,
 }
 
-/// What [`InFrames::poll_header`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use]
-pub enum HeaderPoll {
-    /// A new header was just read: validate it before anything else.
-    New(FrameHeader),
-    /// The payload of an already validated frame is still arriving.
-    Continuing(FrameHeader),
-    /// Not enough bytes for a header.
-    NeedMore,
+/// A frame taken whole by [`InFrames::take_whole`].
+#[derive(Debug)]
+pub struct WholeFrame {
+    /// The unmasked payload, split from the receive buffer without a copy.
+    pub payload: Bytes,
+    /// Every payload byte is known to be ASCII (checked while unmasking
+    /// small payloads); `false` means unknown, not "not ASCII".
+    pub ascii: bool,
 }
 
 impl InFrames {
@@ -163,39 +163,76 @@ impl InFrames {
         }
     }
 
-    /// Reads the next header if none is in progress.
+    /// The header at the front of the buffer, if it is complete; nothing
+    /// is consumed. Only meaningful while no frame is in progress
+    /// ([`InFrames::in_frame`] is false).
     ///
     /// # Errors
     ///
     /// A malformed header (reserved opcode, bad length).
-    pub fn poll_header(&mut self) -> Result<HeaderPoll, ProtocolError> {
-        if let Some(frame) = self.current {
-            return Ok(HeaderPoll::Continuing(frame.header));
-        }
-        match FrameHeader::parse(&self.buf)? {
-            HeaderParse::Partial => Ok(HeaderPoll::NeedMore),
-            HeaderParse::Complete(header, len) => {
-                // `advance` moves the start; `split_to` would create and
-                // drop a shared handle for every frame.
-                self.buf.advance(len);
-                self.current = Some(InFrame {
-                    header,
-                    unmasked: 0,
-                });
-                Ok(HeaderPoll::New(header))
-            }
-        }
+    #[inline]
+    pub fn peek_header(&self) -> Result<HeaderParse, ProtocolError> {
+        FrameHeader::parse(&self.buf)
     }
 
-    /// Prepares room for the payload of the current frame; call it once the
-    /// header passed every limit, so a large payload is read with few
-    /// reallocations. The reservation is capped: the announced length is
-    /// the peer's claim, not bytes that arrived.
-    pub fn reserve_payload(&mut self) {
-        if let Some(frame) = self.current {
-            let missing = (frame.header.payload_len as usize).saturating_sub(self.buf.len());
-            self.buf.reserve(missing.min(MAX_READ_STEP));
+    /// The header of the frame in progress.
+    #[inline]
+    pub fn current_header(&self) -> Option<FrameHeader> {
+        self.current.map(|frame| frame.header)
+    }
+
+    /// Takes the frame whose `header_len`-byte header
+    /// [`peek_header`](InFrames::peek_header) returned, if its whole payload
+    /// is buffered: consumes header and payload, unmasks the payload in
+    /// place, and splits it off without copying. Call it once the header
+    /// passed every check; `None` leaves everything as it was (then call
+    /// [`InFrames::begin`]).
+    ///
+    /// This is the common case for small messages, and one pass: no frame
+    /// bookkeeping, and ASCII is checked while unmasking.
+    pub fn take_whole(&mut self, header: &FrameHeader, header_len: usize) -> Option<WholeFrame> {
+        let len = header.payload_len as usize;
+        let end = header_len.checked_add(len)?;
+        if self.buf.len() < end {
+            return None;
         }
+        let payload = &mut self.buf[header_len..end];
+        let ascii = if len <= FUSED_CHECK_MAX {
+            unmask_and_check_ascii(payload, header.mask)
+        } else {
+            if let Some(mask) = header.mask {
+                apply_mask(payload, mask);
+            }
+            false
+        };
+        let mut frame = self.buf.split_to(end).freeze();
+        // Advancing the frozen handle is a pointer bump; advancing the
+        // receive buffer would update its shared bookkeeping too.
+        frame.advance(header_len);
+        if self.buf.is_empty() {
+            self.buf = BytesMut::new();
+        }
+        Some(WholeFrame {
+            payload: frame,
+            ascii,
+        })
+    }
+
+    /// Starts a frame whose payload is still arriving: consumes its
+    /// `header_len`-byte header and reserves room for the payload. Call it
+    /// once the header passed every limit, so a large payload is read with
+    /// few reallocations; the reservation is capped, since the announced
+    /// length is the peer's claim, not bytes that arrived.
+    pub fn begin(&mut self, header: FrameHeader, header_len: usize) {
+        // `advance` moves the start; `split_to` would create and drop a
+        // shared handle.
+        self.buf.advance(header_len);
+        self.current = Some(InFrame {
+            header,
+            unmasked: 0,
+        });
+        let missing = (header.payload_len as usize).saturating_sub(self.buf.len());
+        self.buf.reserve(missing.min(MAX_READ_STEP));
     }
 
     /// Unmasks payload bytes that arrived since the last call and returns
@@ -255,6 +292,23 @@ mod tests {
         wire
     }
 
+    /// Drives `frames` the way the context does: whole frames in one step,
+    /// partial ones incrementally. Returns a finished frame, if any.
+    fn step(frames: &mut InFrames) -> Option<(FrameHeader, Bytes)> {
+        if !frames.in_frame() {
+            let HeaderParse::Complete(header, header_len) = frames.peek_header().unwrap() else {
+                return None;
+            };
+            if let Some(whole) = frames.take_whole(&header, header_len) {
+                return Some((header, whole.payload));
+            }
+            frames.begin(header, header_len);
+        }
+        let range = frames.unmask_new();
+        let _ = &frames.payload_so_far()[range];
+        frames.take_frame()
+    }
+
     #[test]
     fn frames_split_at_every_byte_come_out_whole() {
         let payload: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
@@ -263,12 +317,11 @@ mod tests {
         let mut got = None;
         for byte in &wire {
             frames.extend(std::slice::from_ref(byte));
-            if let HeaderPoll::NeedMore = frames.poll_header().unwrap() {
-                continue;
+            if frames.in_frame() {
+                let range = frames.unmask_new();
+                assert_eq!(frames.payload_so_far()[range.clone()], payload[range]);
             }
-            let range = frames.unmask_new();
-            assert_eq!(frames.payload_so_far()[range.clone()], payload[range]);
-            if let Some(frame) = frames.take_frame() {
+            if let Some(frame) = step(&mut frames) {
                 got = Some(frame);
             }
         }
@@ -279,13 +332,58 @@ mod tests {
     }
 
     #[test]
+    fn whole_frames_come_out_unmasked_at_every_size_and_cut() {
+        // Sizes on both sides of the fused small path and the 16-bit length.
+        for len in [0, 1, 7, 8, 9, 125, 126, 255, 256, 257, 1000, 70_000] {
+            let payload: Vec<u8> = (0..len as u32).map(|i| (i * 31 + 7) as u8).collect();
+            let mut wire = masked_frame(&payload, [0xA1, 0x02, 0xF3, 0x44]);
+            wire.extend_from_slice(&masked_frame(b"next", [1, 2, 3, 4]));
+            // Arriving whole, and arriving in two pieces cut anywhere in
+            // the first frame (a few cuts for the big one).
+            let cuts: Vec<usize> = if len > 300 {
+                vec![1, 2, 5, 100, wire.len() / 2]
+            } else {
+                (1..=len + 6).collect()
+            };
+            for cut in std::iter::once(wire.len()).chain(cuts) {
+                let mut frames = InFrames::default();
+                let mut got = Vec::new();
+                frames.extend(&wire[..cut]);
+                while let Some(frame) = step(&mut frames) {
+                    got.push(frame);
+                }
+                frames.extend(&wire[cut..]);
+                while let Some(frame) = step(&mut frames) {
+                    got.push(frame);
+                }
+                assert_eq!(got.len(), 2, "len {len} cut {cut}");
+                assert_eq!(&got[0].1[..], &payload[..], "len {len} cut {cut}");
+                assert_eq!(&got[1].1[..], b"next", "len {len} cut {cut}");
+                assert_eq!(frames.buffered(), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn whole_frame_reports_ascii_only_when_it_is() {
+        let mut frames = InFrames::default();
+        frames.extend(&masked_frame(b"{\"a\":1}", [5, 6, 7, 8]));
+        frames.extend(&masked_frame("caf\u{e9}".as_bytes(), [5, 6, 7, 8]));
+        for expect_ascii in [true, false] {
+            let HeaderParse::Complete(header, n) = frames.peek_header().unwrap() else {
+                panic!("header buffered");
+            };
+            let whole = frames.take_whole(&header, n).expect("whole frame buffered");
+            assert_eq!(whole.ascii, expect_ascii);
+        }
+    }
+
+    #[test]
     fn unmasked_payload_is_split_without_copy() {
         let mut frames = InFrames::default();
         frames.extend(&[0x82, 3, 1, 2, 3, 0x82]);
-        assert!(matches!(frames.poll_header(), Ok(HeaderPoll::New(_))));
-        frames.unmask_new();
-        let ptr = frames.payload_so_far().as_ptr();
-        let (_, body) = frames.take_frame().unwrap();
+        let ptr = frames.buf[2..].as_ptr();
+        let (_, body) = step(&mut frames).unwrap();
         assert_eq!(body.as_ptr(), ptr);
         assert_eq!(frames.buffered(), 1, "the next frame's first byte stays");
     }

@@ -6,7 +6,7 @@
 mod in_frames;
 mod out_buffer;
 
-pub use in_frames::{HeaderPoll, InFrames};
+pub use in_frames::{InFrames, WholeFrame};
 pub use out_buffer::OutBuffer;
 
 /// The two buffers of a connection.

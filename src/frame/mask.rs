@@ -40,6 +40,37 @@ pub(super) fn apply_mask_words(buf: &mut [u8], mask: [u8; 4]) {
     }
 }
 
+/// Payloads up to this size are unmasked by [`unmask_and_check_ascii`] in
+/// one scalar pass; above it, the SIMD masking and UTF-8 validation win.
+pub(crate) const FUSED_CHECK_MAX: usize = 256;
+
+/// Unmasks `buf` (from payload byte 0) with `mask`, if any, and reports
+/// whether every unmasked byte is ASCII. For small payloads, where calling
+/// the SIMD masking and then the UTF-8 validator costs more than the work,
+/// one pass over the data does both: ASCII text is valid UTF-8, so most
+/// small text messages need no further validation.
+#[inline]
+pub(crate) fn unmask_and_check_ascii(buf: &mut [u8], mask: Option<[u8; 4]>) -> bool {
+    let Some(mask) = mask else {
+        return buf.is_ascii();
+    };
+    let mask_u32 = u32::from_ne_bytes(mask);
+    let mask_u64 = (u64::from(mask_u32) << 32) | u64::from(mask_u32);
+    let mut high_bits = 0u64;
+    let mut chunks = buf.chunks_exact_mut(8);
+    for chunk in &mut chunks {
+        let word = u64::from_ne_bytes(chunk.try_into().expect("chunk of 8")) ^ mask_u64;
+        chunk.copy_from_slice(&word.to_ne_bytes());
+        high_bits |= word;
+    }
+    let mut tail = 0u8;
+    for (i, byte) in chunks.into_remainder().iter_mut().enumerate() {
+        *byte ^= mask[i & 3];
+        tail |= *byte;
+    }
+    high_bits & 0x8080_8080_8080_8080 == 0 && tail < 0x80
+}
+
 /// Rotates a key so that applying it at payload offset 0 equals applying
 /// the original at `offset`.
 #[inline]
@@ -64,6 +95,37 @@ pub(crate) fn apply_mask_reference(buf: &mut [u8], mask: [u8; 4], offset: usize)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fused_unmask_matches_reference_and_spots_every_non_ascii_byte() {
+        let mask = [0x6d, 0xb6, 0xb2, 0x80];
+        let ascii: Vec<u8> = (0..=FUSED_CHECK_MAX as u32)
+            .map(|i| (i * 7 % 128) as u8)
+            .collect();
+        for len in 0..=FUSED_CHECK_MAX {
+            let plain = &ascii[..len];
+            let mut masked = plain.to_vec();
+            apply_mask_reference(&mut masked, mask, 0);
+            let mut buf = masked.clone();
+            assert!(unmask_and_check_ascii(&mut buf, Some(mask)), "len {len}");
+            assert_eq!(buf, plain, "len {len}");
+            // One high byte anywhere (in a word or in the tail) is seen.
+            for at in 0..len {
+                let mut text = plain.to_vec();
+                text[at] = 0xC3;
+                let mut buf = text.clone();
+                apply_mask_reference(&mut buf, mask, 0);
+                assert!(
+                    !unmask_and_check_ascii(&mut buf, Some(mask)),
+                    "len {len} at {at}"
+                );
+                assert_eq!(buf, text, "len {len} at {at}");
+            }
+            let mut unmasked = plain.to_vec();
+            assert!(unmask_and_check_ascii(&mut unmasked, None));
+            assert_eq!(unmasked, plain);
+        }
+    }
 
     #[test]
     fn matches_reference_at_every_alignment_length_and_offset() {

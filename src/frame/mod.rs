@@ -8,5 +8,6 @@ mod opcode;
 
 pub use close_code::CloseCode;
 pub use header::{FrameHeader, HeaderParse, MAX_HEADER_LEN, encoded_header_len};
+pub(crate) use mask::{FUSED_CHECK_MAX, unmask_and_check_ascii};
 pub use mask::{apply_mask, apply_mask_at};
 pub use opcode::OpCode;

@@ -4,11 +4,11 @@ use std::io::IoSlice;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::codec::{FrameCodec, HeaderPoll};
+use crate::codec::FrameCodec;
 use crate::config::{Config, Role};
 use crate::deflate::DeflateParams;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
-use crate::frame::{CloseCode, FrameHeader, OpCode, encoded_header_len};
+use crate::frame::{CloseCode, FrameHeader, HeaderParse, OpCode, encoded_header_len};
 use crate::message::{CloseFrame, Message};
 use crate::proto::assembler::Fragments;
 use crate::proto::close_payload::{encode_close, parse_close};
@@ -467,12 +467,31 @@ impl WebSocketContext {
 
     fn read_frames(&mut self) -> Result<Option<Message>> {
         loop {
-            let header = match self.codec.input.poll_header()? {
-                HeaderPoll::NeedMore => return Ok(None),
-                HeaderPoll::Continuing(header) => header,
-                HeaderPoll::New(header) => {
+            let header = match self.codec.input.current_header() {
+                Some(header) => header,
+                None => {
+                    let (header, header_len) = match self.codec.input.peek_header()? {
+                        HeaderParse::Partial => return Ok(None),
+                        HeaderParse::Complete(header, len) => (header, len),
+                    };
                     self.check_header(&header)?;
-                    self.codec.input.reserve_payload();
+                    if let Some(whole) = self.codec.input.take_whole(&header, header_len) {
+                        if !header.opcode.is_control() && self.inflating.is_none() {
+                            if let Some(text) = self.text.as_mut() {
+                                // ASCII is valid UTF-8 when no character
+                                // was cut off by the previous fragment.
+                                if !(whole.ascii && text.at_char_boundary()) {
+                                    text.feed(&whole.payload)
+                                        .map_err(|_| ProtocolError::InvalidUtf8)?;
+                                }
+                            }
+                        }
+                        match self.on_frame(header, whole.payload)? {
+                            Some(msg) => return Ok(Some(msg)),
+                            None => continue,
+                        }
+                    }
+                    self.codec.input.begin(header, header_len);
                     header
                 }
             };

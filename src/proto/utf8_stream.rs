@@ -38,6 +38,12 @@ impl Utf8Stream {
         }
     }
 
+    /// Whether no code point is cut off at the end of what was fed.
+    #[inline]
+    pub(crate) fn at_char_boundary(&self) -> bool {
+        self.pending_len == 0
+    }
+
     /// Declares the end of the text; a code point still cut off is invalid.
     pub(crate) fn finish(&mut self) -> Result<(), InvalidUtf8> {
         let complete = self.pending_len == 0;
