@@ -290,6 +290,8 @@ impl<S: Read + Write> WebSocket<S> {
 
     /// One read from the stream into the context.
     fn fill_input(&mut self) -> Result<()> {
+        // The read may block for as long as the peer is silent.
+        self.context.on_read_wait();
         loop {
             let spare = self.context.input_spare();
             let result = self.stream.read(spare);

@@ -11,7 +11,7 @@ use crate::frame::{FrameHeader, MAX_HEADER_LEN, apply_mask};
 /// (server role only: client payloads must be masked, which means a copy).
 const ZERO_COPY_MIN: usize = 32 * 1024;
 
-/// A drained buffer keeps its allocation only up to this size, so a
+/// An idle, drained buffer keeps its allocation only up to this size, so a
 /// connection that once sent a burst does not hold the memory while idle.
 const KEEP_WHEN_DRAINED: usize = 64 * 1024;
 
@@ -58,6 +58,7 @@ impl OutBuffer {
 
     /// Appends one frame: `header` followed by `payload`, masked with the
     /// header's key if it has one.
+    #[inline]
     pub fn push_frame(&mut self, header: &FrameHeader, payload: Bytes) {
         let mut head = [0u8; MAX_HEADER_LEN];
         let head_len = header.encode(&mut head);
@@ -84,14 +85,17 @@ impl OutBuffer {
         }
     }
 
-    fn release_if_drained(&mut self) {
-        if self.len == 0 {
-            self.queue.clear();
-            if self.tail.capacity() > KEEP_WHEN_DRAINED {
-                self.tail = BytesMut::new();
-            } else {
-                self.tail.clear();
-            }
+    /// Gives back a large allocation once everything was written: call it
+    /// where the connection may go idle (waiting for the peer). Otherwise a
+    /// drained buffer keeps its allocation, so the rest of a burst, or the
+    /// next one, does not grow a new one.
+    #[inline]
+    pub fn release_if_drained(&mut self) {
+        // `capacity` excludes what was consumed from the front, so ask
+        // whether the whole allocation is above the bound (this also moves
+        // the empty view back to its start).
+        if self.len == 0 && self.tail.try_reclaim(KEEP_WHEN_DRAINED + 1) {
+            self.tail = BytesMut::new();
         }
     }
 }
@@ -143,7 +147,11 @@ impl Buf for OutBuffer {
                 }
             }
         }
-        self.release_if_drained();
+        if self.len == 0 {
+            // Empty and unshared, the allocation is reused from its start
+            // by the next `reserve`.
+            self.tail.clear();
+        }
     }
 }
 
@@ -161,6 +169,32 @@ mod tests {
             out.advance(n);
         }
         wire
+    }
+
+    #[test]
+    fn a_drained_buffer_is_reused_until_released() {
+        let mut out = OutBuffer::default();
+        let payload = Bytes::from(vec![1u8; 1000]);
+        for _ in 0..100 {
+            out.push_frame(&FrameHeader::new(OpCode::Binary, 1000), payload.clone());
+        }
+        let capacity = out.tail.capacity();
+        assert!(capacity > KEEP_WHEN_DRAINED);
+        out.advance(out.len());
+        // Mid-burst: the next frames go into the same allocation.
+        let start = out.tail.as_ptr();
+        out.push_frame(&FrameHeader::new(OpCode::Binary, 1000), payload.clone());
+        assert_eq!(out.tail.as_ptr(), start);
+        // Not drained: nothing is released.
+        out.release_if_drained();
+        assert_eq!(out.tail.as_ptr(), start);
+        out.advance(out.len());
+        out.release_if_drained();
+        assert_eq!(
+            out.tail.capacity(),
+            0,
+            "an idle connection holds no write buffer"
+        );
     }
 
     #[test]

@@ -210,6 +210,7 @@ impl WebSocketContext {
     ///   bytes.
     /// - [`ProtocolError::SendAfterClosing`] after a close frame was sent or
     ///   received; [`Error::AlreadyClosed`] once the connection is over.
+    #[inline]
     pub fn write(&mut self, msg: Message) -> Result<()> {
         self.write_with(msg, true)
     }
@@ -226,25 +227,21 @@ impl WebSocketContext {
         self.write_with(msg, false)
     }
 
+    #[inline]
     fn write_with(&mut self, msg: Message, may_compress: bool) -> Result<()> {
-        let opcode = match &msg {
-            Message::Text(_) => OpCode::Text,
-            Message::Binary(_) => OpCode::Binary,
-            Message::Ping(_) => OpCode::Ping,
-            Message::Pong(_) => OpCode::Pong,
-            Message::Close(_) => {
-                let Message::Close(frame) = msg else {
-                    unreachable!()
-                };
-                return self.close(frame);
-            }
+        let (opcode, payload) = match msg {
+            Message::Text(text) => (OpCode::Text, text.into_bytes()),
+            Message::Binary(data) => (OpCode::Binary, data),
+            Message::Ping(data) => (OpCode::Ping, data),
+            Message::Pong(data) => (OpCode::Pong, data),
+            Message::Close(frame) => return self.close(frame),
         };
         match self.state {
+            State::Active => {}
             State::Terminated => return Err(Error::AlreadyClosed),
-            s if !s.can_send_data() => return Err(ProtocolError::SendAfterClosing.into()),
-            _ => {}
+            _ => return Err(ProtocolError::SendAfterClosing.into()),
         }
-        let len = msg.len();
+        let len = payload.len();
         if opcode.is_control() && len > MAX_CONTROL_PAYLOAD {
             return Err(ProtocolError::ControlFrameTooLong(len as u64).into());
         }
@@ -268,14 +265,14 @@ impl WebSocketContext {
             .into());
         }
         if self.codec.output.len() + encoded > max {
-            return Err(Error::WriteBufferFull(msg));
+            return Err(Error::WriteBufferFull(rebuild_message(opcode, payload)));
         }
         if compress {
             let compression = self.compression.as_mut().expect("checked above");
-            let payload = compression.compress(&msg.into_data());
+            let payload = compression.compress(&payload);
             self.push_frame_rsv1(opcode, payload, true);
         } else {
-            self.push_frame(opcode, msg.into_data());
+            self.push_frame(opcode, payload);
         }
         Ok(())
     }
@@ -354,7 +351,15 @@ impl WebSocketContext {
     /// While an earlier pong still sits unflushed in the out buffer, a newer
     /// one stays queued (replacing older queued ones): a peer that pings
     /// without reading cannot grow the buffer.
+    #[inline]
     pub fn prepare_output(&mut self) {
+        // Nearly every call finds nothing queued.
+        if self.pending_pong.is_some() || self.pending_close.is_some() {
+            self.move_queued_frames();
+        }
+    }
+
+    fn move_queued_frames(&mut self) {
         if self.pending_close.is_some() && self.flush_owed {
             // The close frame goes now; a pong may not follow it.
             self.pending_pong = None;
@@ -401,6 +406,16 @@ impl WebSocketContext {
         }
     }
 
+    /// The driver is about to wait for the peer (a read found no data, or
+    /// a blocking read is next): a drained out buffer larger than 64 KiB is
+    /// given back, so a connection that sent a burst holds no write memory
+    /// while idle. Between bursts of an active connection the allocation is
+    /// kept and reused.
+    #[inline]
+    pub fn on_read_wait(&mut self) {
+        self.codec.output.release_if_drained();
+    }
+
     /// Bytes in the out buffer.
     pub fn output_len(&self) -> usize {
         self.codec.output.len()
@@ -439,10 +454,12 @@ impl WebSocketContext {
 
     // ----- internals -----
 
+    #[inline]
     fn push_frame(&mut self, opcode: OpCode, payload: Bytes) {
         self.push_frame_rsv1(opcode, payload, false);
     }
 
+    #[inline]
     fn push_frame_rsv1(&mut self, opcode: OpCode, payload: Bytes, rsv1: bool) {
         let mut header = FrameHeader::new(opcode, payload.len() as u64);
         header.rsv1 = rsv1;
@@ -679,6 +696,17 @@ impl WebSocketContext {
         let mut text = self.text.take().expect("text frames start a validator");
         text.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
         Ok(Message::Text(Utf8Bytes::from_validated(payload)))
+    }
+}
+
+/// The message a refused write gives back: what the caller passed.
+fn rebuild_message(opcode: OpCode, payload: Bytes) -> Message {
+    match opcode {
+        // It came in as a text message, so it is valid UTF-8.
+        OpCode::Text => Message::Text(Utf8Bytes::from_validated(payload)),
+        OpCode::Ping => Message::Ping(payload),
+        OpCode::Pong => Message::Pong(payload),
+        _ => Message::Binary(payload),
     }
 }
 

@@ -31,11 +31,6 @@ pub(crate) enum State {
 }
 
 impl State {
-    /// Whether the caller may still send data messages.
-    pub(crate) fn can_send_data(self) -> bool {
-        self == State::Active
-    }
-
     /// Whether frames from the peer are still expected.
     pub(crate) fn can_receive(self) -> bool {
         matches!(self, State::Active | State::ClosedByUs)

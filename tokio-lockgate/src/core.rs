@@ -182,7 +182,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
                 Poll::Ready(Ok(_)) => return Poll::Ready(Ok(())),
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e.into())),
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    context.on_read_wait();
+                    return Poll::Pending;
+                }
             }
         }
     }
