@@ -12,6 +12,10 @@ use crate::frame::{
 /// The largest read step, and the most reserved ahead of arriving bytes.
 const MAX_READ_STEP: usize = 1 << 20;
 
+/// Whole payloads up to this size are copied out of the receive buffer
+/// rather than split from it.
+const COPY_MAX: usize = 256;
+
 /// The largest read a busy stream grows to between frames (what
 /// tungstenite reads at once; fewer syscalls for batched small messages).
 const MAX_ADAPTIVE_READ: usize = 128 * 1024;
@@ -205,17 +209,22 @@ impl InFrames {
             }
             false
         };
-        let mut frame = self.buf.split_to(end).freeze();
-        // Advancing the frozen handle is a pointer bump; advancing the
-        // receive buffer would update its shared bookkeeping too.
-        frame.advance(header_len);
-        if self.buf.is_empty() {
-            self.buf = BytesMut::new();
-        }
-        Some(WholeFrame {
-            payload: frame,
-            ascii,
-        })
+        let payload = if len <= COPY_MAX {
+            // Small payloads are copied: an allocation costs less than
+            // sharing the buffer (two atomic reference count updates), and
+            // the buffer stays unshared, so it is reused in place instead
+            // of reallocated for the next read and pinned by the message.
+            let payload = Bytes::copy_from_slice(&self.buf[header_len..end]);
+            self.buf.advance(end);
+            payload
+        } else {
+            let mut frame = self.buf.split_to(end).freeze();
+            // Advancing the frozen handle is a pointer bump; advancing the
+            // receive buffer would update its shared bookkeeping too.
+            frame.advance(header_len);
+            frame
+        };
+        Some(WholeFrame { payload, ascii })
     }
 
     /// Starts a frame whose payload is still arriving: consumes its
@@ -256,6 +265,16 @@ impl InFrames {
     pub fn payload_so_far(&self) -> &[u8] {
         let len = self.current.map_or(0, |f| f.unmasked);
         &self.buf[..len]
+    }
+
+    /// Gives back a drained buffer: call it where the connection may wait
+    /// for the peer, so an idle connection holds no read buffer. While
+    /// messages keep arriving, a drained, unshared buffer is reused in place.
+    #[inline]
+    pub fn release_if_drained(&mut self) {
+        if self.buf.is_empty() && self.spare_len == 0 && self.buf.capacity() > 0 {
+            self.buf = BytesMut::new();
+        }
     }
 
     /// Takes the current frame if its whole payload has arrived and been
@@ -379,12 +398,49 @@ mod tests {
     }
 
     #[test]
-    fn unmasked_payload_is_split_without_copy() {
+    fn larger_payload_is_split_without_copy() {
+        let payload = vec![7u8; COPY_MAX + 1];
+        let mut header = FrameHeader::new(OpCode::Binary, payload.len() as u64);
+        header.mask = None;
+        let mut head = [0; MAX_HEADER_LEN];
+        let n = header.encode(&mut head);
         let mut frames = InFrames::default();
-        frames.extend(&[0x82, 3, 1, 2, 3, 0x82]);
-        let ptr = frames.buf[2..].as_ptr();
+        frames.extend(&head[..n]);
+        frames.extend(&payload);
+        frames.extend(&[0x82]);
+        let ptr = frames.buf[n..].as_ptr();
         let (_, body) = step(&mut frames).unwrap();
         assert_eq!(body.as_ptr(), ptr);
+        assert_eq!(&body[..], &payload[..]);
         assert_eq!(frames.buffered(), 1, "the next frame's first byte stays");
+    }
+
+    #[test]
+    fn small_payloads_are_copied_so_the_buffer_is_reused_in_place() {
+        let mut frames = InFrames::default();
+        let mut wire = Vec::new();
+        for i in 0..10u8 {
+            wire.extend_from_slice(&masked_frame(&[i; 100], [i, 1, 2, 3]));
+        }
+        let start = frames.for_read(64 * 1024).as_ptr();
+        frames.buf.extend_from_slice(&wire);
+        frames.appended(wire.len());
+        let mut kept = Vec::new();
+        while let Some((_, body)) = step(&mut frames) {
+            kept.push(body);
+        }
+        assert_eq!(kept.len(), 10);
+        assert!(
+            kept.iter()
+                .enumerate()
+                .all(|(i, b)| b[..] == [i as u8; 100])
+        );
+        // The messages are still held, yet the drained buffer is unshared:
+        // the next read goes into the same allocation.
+        assert_eq!(frames.for_read(64 * 1024).as_ptr(), start);
+        // Waiting for the peer gives it back.
+        frames.appended(0);
+        frames.release_if_drained();
+        assert_eq!(frames.buf.capacity(), 0);
     }
 }

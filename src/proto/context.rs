@@ -407,12 +407,13 @@ impl WebSocketContext {
     }
 
     /// The driver is about to wait for the peer (a read found no data, or
-    /// a blocking read is next): a drained out buffer larger than 64 KiB is
-    /// given back, so a connection that sent a burst holds no write memory
-    /// while idle. Between bursts of an active connection the allocation is
+    /// a blocking read is next): a drained receive buffer, and a drained out
+    /// buffer larger than 64 KiB, are given back, so an idle connection
+    /// holds almost no memory. While messages flow, both allocations are
     /// kept and reused.
     #[inline]
     pub fn on_read_wait(&mut self) {
+        self.codec.input.release_if_drained();
         self.codec.output.release_if_drained();
     }
 
