@@ -97,6 +97,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
         Poll::Ready(Err(Error::ConnectionClosed))
     }
 
+    /// Whether [`poll_after_write`](Self::poll_after_write) has anything to
+    /// do: a pong or close to deliver, or a buffer at `write_buffer_size`.
+    #[inline]
+    pub(crate) fn write_out_due(&self) -> bool {
+        self.context.has_pending_system_frame()
+            || self.context.flush_owed()
+            || self.context.should_write_out()
+    }
+
     /// After a message was queued: write out if the buffer reached
     /// `write_buffer_size`, write and flush if a pong or close is owed.
     pub(crate) fn poll_after_write(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {

@@ -189,6 +189,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
             let mut core = lock(&self.shared);
             core.context.prepare_output();
             core.context.write(msg)?;
+            if !core.write_out_due() {
+                return Ok(());
+            }
         }
         poll_fn(|cx| poll_write_half(&self.shared, cx, Core::poll_after_write)).await
     }

@@ -162,6 +162,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     pub async fn write(&mut self, msg: Message) -> Result<()> {
         self.core.context.prepare_output();
         self.core.context.write(msg)?;
+        if !self.core.write_out_due() {
+            // The common case: queued, nothing to write yet.
+            return Ok(());
+        }
         poll_fn(|cx| self.core.poll_after_write(cx)).await
     }
 
@@ -175,6 +179,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
         self.core.context.prepare_output();
         self.core.context.write_uncompressed(msg)?;
+        if !self.core.write_out_due() {
+            // The common case: queued, nothing to write yet.
+            return Ok(());
+        }
         poll_fn(|cx| self.core.poll_after_write(cx)).await
     }
 
