@@ -214,7 +214,7 @@ impl InFrames {
             // sharing the buffer (two atomic reference count updates), and
             // the buffer stays unshared, so it is reused in place instead
             // of reallocated for the next read and pinned by the message.
-            let payload = Bytes::copy_from_slice(&self.buf[header_len..end]);
+            let payload = Bytes::from(Box::<[u8]>::from(&self.buf[header_len..end]));
             self.buf.advance(end);
             payload
         } else {

@@ -1,4 +1,5 @@
-//! Runtime-detected SIMD masking: the only `unsafe` in the crate.
+//! Runtime-detected SIMD masking: the crate's only `unsafe` besides the
+//! unchecked `&str` view in `Utf8Bytes::as_str`.
 //!
 //! On x86_64 with AVX2 (detected once at run time, cached by `std`),
 //! payloads are XORed 32 bytes per instruction; everything else falls back

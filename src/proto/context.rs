@@ -608,8 +608,11 @@ impl WebSocketContext {
             OpCode::Binary => self.text = None,
             _ => {}
         }
-        if starts_message {
-            self.inflating = compressed_start.then(BytesMut::new);
+        // A message can only start once the previous one is complete, so
+        // `inflating` is already `None` here unless this one is compressed.
+        debug_assert!(!starts_message || self.inflating.is_none());
+        if compressed_start {
+            self.inflating = Some(BytesMut::new());
         }
         Ok(())
     }
