@@ -155,7 +155,9 @@ impl InFrames {
     /// Adapts the read size and releases an empty buffer: an idle
     /// connection holds no read buffer.
     fn after_read(&mut self, n: usize) {
-        if self.offered > 0 {
+        // Nothing read (a read that would block, or the end of the stream)
+        // says nothing about how busy the stream is.
+        if self.offered > 0 && n > 0 {
             if n >= self.offered {
                 self.read_size = (self.read_size * 2).min(MAX_ADAPTIVE_READ);
             } else if n < self.offered / 4 {
@@ -395,6 +397,26 @@ mod tests {
             let whole = frames.take_whole(&header, n).expect("whole frame buffered");
             assert_eq!(whole.ascii, expect_ascii);
         }
+    }
+
+    #[test]
+    fn read_size_grows_on_full_reads_and_ignores_reads_that_would_block() {
+        let mut frames = InFrames::default();
+        let offered = frames.for_read(8192).capacity();
+        assert!(offered >= 8192);
+        let data = vec![0x82; frames.offered];
+        frames.buf.extend_from_slice(&data);
+        frames.appended(data.len());
+        assert_eq!(frames.read_size, 16384, "a full read doubles the next one");
+        // A poll that found nothing (Pending) is not a short read.
+        frames.for_read(8192);
+        frames.appended(0);
+        assert_eq!(frames.read_size, 16384);
+        // A read that used little of what it was offered halves it.
+        frames.for_read(8192);
+        frames.buf.extend_from_slice(&[0x82]);
+        frames.appended(1);
+        assert_eq!(frames.read_size, 8192);
     }
 
     #[test]
