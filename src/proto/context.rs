@@ -2,6 +2,7 @@
 
 use std::io::IoSlice;
 
+use bytes::buf::Limit;
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::codec::FrameCodec;
@@ -159,12 +160,13 @@ impl WebSocketContext {
         self.codec.input.commit(n);
     }
 
-    /// The receive buffer, with room reserved for the next read, for
-    /// drivers that read into uninitialised capacity without zeroing it
-    /// (for example `tokio_util::io::poll_read_buf`). Only append to it,
-    /// then report how much with [`input_appended`](Self::input_appended),
-    /// also after a read that returned nothing.
-    pub fn input_buffer(&mut self) -> &mut BytesMut {
+    /// The receive buffer, with room reserved for the next read and limited
+    /// to the size that read should have, for drivers that read into
+    /// uninitialised capacity without zeroing it (for example
+    /// `tokio_util::io::poll_read_buf`). Only append to it, then report how
+    /// much with [`input_appended`](Self::input_appended), also after a
+    /// read that returned nothing.
+    pub fn input_buffer(&mut self) -> Limit<&mut BytesMut> {
         self.codec.input.for_read(self.config.read_buffer_size)
     }
 

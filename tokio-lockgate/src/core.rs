@@ -180,7 +180,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
             stream, context, ..
         } = self;
         loop {
-            let polled = poll_read_buf(Pin::new(&mut *stream), cx, context.input_buffer());
+            let polled = poll_read_buf(Pin::new(&mut *stream), cx, &mut context.input_buffer());
             let n = match polled {
                 Poll::Ready(Ok(n)) => n,
                 _ => 0,
