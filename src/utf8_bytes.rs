@@ -6,7 +6,8 @@ use std::ops::Deref;
 use bytes::Bytes;
 
 /// A UTF-8 string stored in [`Bytes`]: cloning and slicing are cheap, and a
-/// received text message is handed over without copying.
+/// received text message larger than a few hundred bytes is handed over
+/// without copying.
 #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Utf8Bytes(Bytes);
 

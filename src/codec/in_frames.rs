@@ -52,7 +52,8 @@ pub struct InFrames {
 /// A frame taken whole by [`InFrames::take_whole`].
 #[derive(Debug)]
 pub struct WholeFrame {
-    /// The unmasked payload, split from the receive buffer without a copy.
+    /// The unmasked payload: split from the receive buffer without a copy,
+    /// or copied out of it if it is small.
     pub payload: Bytes,
     /// Every payload byte is known to be ASCII (checked while unmasking
     /// small payloads); `false` means unknown, not "not ASCII".
@@ -212,7 +213,7 @@ impl InFrames {
     /// Takes the frame whose `header_len`-byte header
     /// [`peek_header`](InFrames::peek_header) returned, if its whole payload
     /// is buffered: consumes header and payload, unmasks the payload in
-    /// place, and splits it off without copying. Call it once the header
+    /// place, and splits it off (copying only small payloads). Call it once the header
     /// passed every check; `None` leaves everything as it was (then call
     /// [`InFrames::begin`]).
     ///
