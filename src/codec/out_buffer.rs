@@ -85,10 +85,17 @@ impl OutBuffer {
         }
     }
 
+    /// The capacity left in the contiguous part (for tests of when the
+    /// allocation is given back).
+    #[cfg(test)]
+    pub(crate) fn tail_capacity(&self) -> usize {
+        self.tail.capacity()
+    }
+
     /// Gives back a large allocation once everything was written: call it
-    /// where the connection may go idle (waiting for the peer). Otherwise a
-    /// drained buffer keeps its allocation, so the rest of a burst, or the
-    /// next one, does not grow a new one.
+    /// where the connection may go idle (after a flush, or waiting for the
+    /// peer). Otherwise a drained buffer keeps its allocation, so the rest
+    /// of a burst written out in pieces does not grow a new one.
     #[inline]
     pub fn release_if_drained(&mut self) {
         // `capacity` excludes what was consumed from the front, so ask

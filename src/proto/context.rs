@@ -401,7 +401,9 @@ impl WebSocketContext {
     pub fn on_flushed(&mut self) {
         if self.codec.output.is_empty() {
             self.flush_owed = false;
-            // A flushed burst is where a connection may go idle.
+            // A flushed burst is where a connection may go idle: a task
+            // that only writes never waits in a read to release buffers.
+            self.codec.output.release_if_drained();
             if let Some(compression) = self.compression.as_mut() {
                 compression.release_idle();
             }
@@ -411,8 +413,8 @@ impl WebSocketContext {
     /// The driver is about to wait for the peer (a read found no data, or
     /// a blocking read is next): a drained receive buffer, and a drained out
     /// buffer larger than 64 KiB, are given back, so an idle connection
-    /// holds almost no memory. While messages flow, both allocations are
-    /// kept and reused.
+    /// holds almost no memory. (A flush gives back the out buffer too.)
+    /// While messages flow, both allocations are kept and reused.
     #[inline]
     pub fn on_read_wait(&mut self) {
         self.codec.input.release_if_drained();
@@ -719,6 +721,23 @@ fn rebuild_message(opcode: OpCode, payload: Bytes) -> Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_burst_keeps_its_out_buffer_until_the_flush() {
+        let mut ctx = WebSocketContext::new(Role::Server, Config::default());
+        let payload = Bytes::from(vec![b'x'; 1000]);
+        for _ in 0..100 {
+            ctx.write(Message::Binary(payload.clone())).unwrap();
+        }
+        // Written out mid-burst (the buffer reached its size): kept.
+        ctx.advance_output(ctx.output_len());
+        ctx.write(Message::Binary(payload.clone())).unwrap();
+        assert!(ctx.codec.output.tail_capacity() > 0, "still allocated");
+        // Written out and flushed: the connection may go idle.
+        ctx.advance_output(ctx.output_len());
+        ctx.on_flushed();
+        assert_eq!(ctx.codec.output.tail_capacity(), 0);
+    }
 
     #[test]
     fn an_idle_connection_stays_small() {
