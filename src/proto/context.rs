@@ -32,6 +32,9 @@ const MAX_CONTROL_PAYLOAD: usize = 125;
 /// - [`input_spare`](Self::input_spare) + [`commit_input`](Self::commit_input)
 ///   (read straight into the buffer) or [`feed`](Self::feed): received bytes.
 /// - [`on_eof`](Self::on_eof): the stream ended.
+/// - [`on_read_wait`](Self::on_read_wait): the driver is about to wait for
+///   the peer (drained buffers are given back, so idle connections stay
+///   small).
 ///
 /// **Commands**
 /// - [`write`](Self::write): encode a message into the out buffer (never
