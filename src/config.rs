@@ -63,10 +63,13 @@ impl Default for Config {
 }
 
 impl Config {
-    /// How many bytes one socket read asks for. Default 8 KiB.
+    /// The size of the first and of the smallest socket read. Default 8 KiB.
     ///
-    /// Larger reads mean fewer syscalls for big messages; the buffer only
-    /// exists while bytes are pending, so an idle connection does not hold it.
+    /// Reads then adapt: they double while they fill what they ask for (up
+    /// to 128 KiB between frames, 1 MiB inside a frame larger than that)
+    /// and halve when they use little of it. The buffer only exists while
+    /// bytes are pending (it is released when the driver waits for the
+    /// peer), so an idle connection does not hold it.
     pub fn read_buffer_size(mut self, bytes: usize) -> Self {
         self.read_buffer_size = bytes.max(1);
         self
