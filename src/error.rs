@@ -118,6 +118,13 @@ pub enum ProtocolError {
     /// The caller tried to send a data message after a close frame was sent.
     #[error("sending after a close frame was sent")]
     SendAfterClosing,
+    /// The caller tried to send a close frame with a code that may not
+    /// appear on the wire (RFC 6455 section 7.4.1: 1005, 1006, 1015, codes
+    /// below 1000, reserved 1004 and 1016-2999, 5000 and above). Nothing
+    /// was queued and the connection is still open; see
+    /// [`CloseCode::is_allowed_on_wire`].
+    #[error("close code {0} may not be sent on the wire")]
+    SendForbiddenCloseCode(u16),
     /// A data frame arrived after the peer's close frame.
     #[error("frame received after the peer's close frame")]
     ReceivedAfterClosing,
@@ -135,13 +142,15 @@ impl ProtocolError {
             }
             ProtocolError::ResetWithoutClosingHandshake
             | ProtocolError::SendAfterClosing
+            | ProtocolError::SendForbiddenCloseCode(_)
             | ProtocolError::ReceivedAfterClosing => None,
             _ => Some(CloseCode::Protocol),
         }
     }
 }
 
-/// A configured size limit was exceeded. The connection fails with 1009.
+/// A configured limit was exceeded. The connection fails with 1009 (1008
+/// for too many fragments).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CapacityError {
@@ -218,6 +227,11 @@ impl HandshakeError {
         match self {
             HandshakeError::HeadTooLarge => http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             HandshakeError::UnsupportedVersion => http::StatusCode::UPGRADE_REQUIRED,
+            // A 1xx refusal would read as "continue" (or, with 101, as an
+            // accepted upgrade): only a final status may refuse.
+            HandshakeError::Rejected(resp) if resp.status().is_informational() => {
+                http::StatusCode::INTERNAL_SERVER_ERROR
+            }
             HandshakeError::Rejected(resp) => resp.status(),
             HandshakeError::InvalidCallbackResponse(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
             _ => http::StatusCode::BAD_REQUEST,

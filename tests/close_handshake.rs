@@ -223,6 +223,46 @@ fn close_twice_sends_one_close_frame() {
 }
 
 #[test]
+fn close_codes_forbidden_on_the_wire_are_refused_and_nothing_is_sent() {
+    // RFC 6455 section 7.4.1/7.4.2: codes our own receiver rejects with 1002.
+    for code in [0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000, u16::MAX] {
+        for via_write in [false, true] {
+            let mut ws = socket(Role::Client, MockStream::new());
+            let frame = Some(CloseFrame::new(CloseCode::from(code), "x"));
+            let result = if via_write {
+                ws.send(Message::Close(frame))
+            } else {
+                ws.close(frame)
+            };
+            assert!(
+                matches!(
+                    result,
+                    Err(Error::Protocol(ProtocolError::SendForbiddenCloseCode(c))) if c == code
+                ),
+                "{code}: {result:?}"
+            );
+            assert_eq!(result.unwrap_err().close_code(), None, "the caller's mistake");
+            assert!(written(&ws).is_empty(), "{code}: nothing on the wire");
+            // The connection is untouched: data still goes out, and a valid
+            // close still starts the handshake.
+            ws.send(Message::text("still open")).unwrap();
+            ws.close(Some(CloseFrame::new(CloseCode::Library(4000), "done")))
+                .unwrap();
+            let frames = written(&ws);
+            assert_eq!(frames.len(), 2, "{code}");
+            assert_eq!(frames[1].close_code(), Some(4000));
+        }
+    }
+    // Every code a peer may send is accepted for sending.
+    for code in [1000, 1001, 1003, 1007, 1008, 1011, 1014, 3000, 4999] {
+        let mut ws = socket(Role::Server, MockStream::new());
+        ws.close(Some(CloseFrame::new(CloseCode::from(code), "")))
+            .unwrap();
+        assert_eq!(written(&ws)[0].close_code(), Some(code));
+    }
+}
+
+#[test]
 fn close_after_reading_the_peers_close_sends_nothing_more() {
     // The common pattern: read a Close, then call close().
     let mut ws = socket(

@@ -437,7 +437,7 @@ fn accept(
     let (response, accept, extensions) = switching_protocols(&request, deflate)?;
     let response = callback
         .on_request(&request, response)
-        .map_err(|refusal| HandshakeError::Rejected(Box::new(refusal)))?;
+        .map_err(refusal_error)?;
     let deflate = check_callback_response(request.headers(), &response, &accept, extensions)?;
     let response_bytes = serialize_response(&response);
     Ok(ServerHandshakeDone {
@@ -447,6 +447,19 @@ fn accept(
         leftover,
         deflate,
     })
+}
+
+/// The error for a callback's refusal. A refusal must be a final response:
+/// a 1xx status would tell the client the request is still in progress
+/// (101 even that the upgrade succeeded), so it is a server bug (500).
+fn refusal_error(refusal: ErrorResponse) -> HandshakeError {
+    if refusal.status().is_informational() {
+        HandshakeError::InvalidCallbackResponse(
+            "a refusal needs a final status (4xx or 5xx), not 1xx",
+        )
+    } else {
+        HandshakeError::Rejected(Box::new(refusal))
+    }
 }
 
 /// Parses a complete request head. Rejects methods other than GET and
@@ -651,7 +664,7 @@ pub fn error_response_bytes(error: &HandshakeError) -> Vec<u8> {
     write_status_line(&mut out, status);
     let mut headers = HeaderMap::new();
     let body = match error {
-        HandshakeError::Rejected(refusal) => {
+        HandshakeError::Rejected(refusal) if !refusal.status().is_informational() => {
             for (name, value) in refusal.headers() {
                 if name != CONNECTION && name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
                     headers.append(name, value.clone());
@@ -912,6 +925,33 @@ mod tests {
             !bytes.contains("negotiates"),
             "internal details stay private: {bytes}"
         );
+    }
+
+    #[test]
+    fn a_refusal_with_an_informational_status_is_a_server_bug() {
+        for status in [100, 101, 103, 199] {
+            let refuse = move |_: &Request<()>, _: Response<()>| {
+                let mut refusal = ErrorResponse::new(Some("go away".into()));
+                *refusal.status_mut() = StatusCode::from_u16(status).unwrap();
+                Err(refusal)
+            };
+            let error = failure(receive_with(refuse, REQUEST.as_bytes()));
+            assert!(
+                matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+                "{status}: {error:?}"
+            );
+            assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR);
+            // Even a `Rejected` built by hand is never sent with a 1xx.
+            let mut refusal = ErrorResponse::new(Some("go away".into()));
+            *refusal.status_mut() = StatusCode::from_u16(status).unwrap();
+            let by_hand = HandshakeError::Rejected(Box::new(refusal));
+            let bytes = String::from_utf8(error_response_bytes(&by_hand)).unwrap();
+            assert!(
+                bytes.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
+                "{status}: {bytes}"
+            );
+            assert!(!bytes.contains("go away"), "{bytes}");
+        }
     }
 
     #[test]
