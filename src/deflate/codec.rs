@@ -40,9 +40,11 @@
 //! decompressor.
 //!
 //! Growth starts from a guess of four times the compressed size, and a full
-//! buffer is first topped up through a 512-byte stack buffer, so small
-//! messages get an exact fit and output that exactly fills the buffer
-//! costs no growth.
+//! buffer is first topped up through a 512-byte stack buffer, so a small
+//! message inflated in one go gets an exact fit and output that exactly
+//! fills the buffer costs no growth. Later growth at least doubles, so a
+//! message arriving in many tiny frames is copied O(log n) times, not once
+//! per frame: inflation is linear in its output whatever the framing.
 //!
 //! # Window bits
 //!
@@ -133,7 +135,9 @@ impl Deflater {
     }
 
     /// Compresses one whole message payload, appending the RFC 7692 payload
-    /// (sync flush, trailing `00 00 ff ff` removed) to `out`.
+    /// (sync flush, trailing `00 00 ff ff` removed) to `out`: never more
+    /// than [`max_compressed_len`] bytes, since data that does not compress
+    /// goes out as stored blocks.
     pub(crate) fn compress(&mut self, input: &[u8], out: &mut BytesMut) {
         if input.is_empty() {
             // Section 7.2.3.6: the header byte of an empty stored block.
@@ -148,12 +152,19 @@ impl Deflater {
             return;
         }
         let start = out.len();
-        if !self.deflate_into(input, out) {
-            // The backend failed, which it does only on internal errors.
-            // Send this message uncompressed, valid for any peer state, and
-            // start the next one from a fresh state.
+        let deflated = self.deflate_into(input, out);
+        if !deflated || out.len() - start > max_compressed_len(input.len()) {
+            // Stored blocks instead: the backend failed (only on internal
+            // errors; the next message starts from a fresh state), or the
+            // data does not compress. Level 1 codes every byte with static
+            // Huffman codes, 9 bits for half the byte values, so random
+            // data grows by about 5.5 % and worst-case data by 12.5 %.
+            // Either way the peer's window receives the same bytes as ours,
+            // so the two stay in step with context takeover.
             out.truncate(start);
-            self.state = None;
+            if !deflated {
+                self.state = None;
+            }
             write_stored(input, out);
         }
         if self.no_context_takeover {
@@ -223,6 +234,14 @@ impl Deflater {
     pub(crate) fn is_allocated(&self) -> bool {
         self.state.is_some()
     }
+}
+
+/// The most bytes [`Deflater::compress`] appends for `len` bytes of input:
+/// the size of the payload as stored blocks (5 bytes per 64 KiB block, plus
+/// the first byte of the stripped empty block).
+pub(crate) fn max_compressed_len(len: usize) -> usize {
+    len.saturating_add(len.div_ceil(MAX_STORED_BLOCK).saturating_mul(5))
+        .saturating_add(1)
 }
 
 /// Appends `input` as stored DEFLATE blocks followed by the header byte of
@@ -395,14 +414,17 @@ impl Inflater {
                 let produced = (state.total_out() - out_before) as usize;
                 let consumed = (state.total_in() - in_before) as usize;
                 if produced > 0 {
-                    let grow = if pos + consumed == input.len() && produced < offered {
-                        // All of it: a small message gets an exact fit.
+                    let finished = pos + consumed == input.len() && produced < offered;
+                    let grow = if finished && out.is_empty() {
+                        // A message inflated in one go gets an exact fit.
                         produced
                     } else {
-                        // Double (or take the first step), but go straight
-                        // to the limit rather than leave a sliver that
-                        // would cost another full copy.
-                        let grow = step.max(out.len());
+                        // Double (or take the first step): a message that
+                        // arrives in many small frames must not be copied
+                        // whole once per frame. Go straight to the limit
+                        // rather than leave a sliver that would cost
+                        // another full copy.
+                        let grow = step.max(out.len()).max(produced);
                         if room - grow.min(room) < grow {
                             room
                         } else {
@@ -591,7 +613,12 @@ mod tests {
         let messages: Vec<Vec<u8>> = SIZES
             .into_iter()
             .zip(0..)
-            .flat_map(|(size, seed)| [json_like(size, seed), random_bytes(size, seed)])
+            .flat_map(|(size, seed)| {
+                // Random bytes, and bytes that all take 9-bit static
+                // Huffman codes: neither compresses.
+                let high: Vec<u8> = random_bytes(size, seed).iter().map(|b| b | 0x90).collect();
+                [json_like(size, seed), random_bytes(size, seed), high]
+            })
             .collect();
         for no_context_takeover in [false, true] {
             for level in [0, 1, 6, 9] {
@@ -604,6 +631,11 @@ mod tests {
                          {no_context_takeover}, {size} bytes"
                     );
                     let payload = compress(&mut deflater, message);
+                    assert!(
+                        payload.len() <= max_compressed_len(size),
+                        "{what}: {} bytes, more than stored blocks take",
+                        payload.len()
+                    );
                     if window_bits == 8 || level == 0 {
                         assert_stored_only(&payload);
                         assert!(!deflater.is_allocated(), "{what}");
@@ -1101,6 +1133,42 @@ mod tests {
         for frame_len in [bomb.len(), 64 * KIB] {
             let (error, out) = explode(&bomb, frame_len, BytesMut::new());
             assert_bounded(error, &out);
+        }
+    }
+
+    /// One byte of `message` per frame, as a stored block: the framing an
+    /// attacker picks to make each frame's output tiny.
+    fn one_byte_stored_frames(message: &[u8]) -> Vec<Vec<u8>> {
+        let mut frames: Vec<Vec<u8>> = message
+            .iter()
+            .map(|&b| vec![0x00, 0x01, 0x00, 0xfe, 0xff, b])
+            .collect();
+        // The header byte of the empty stored block the tail completes.
+        frames.last_mut().expect("non-empty").push(0x00);
+        frames
+    }
+
+    #[test]
+    fn many_tiny_frames_cost_a_logarithmic_number_of_reallocations() {
+        for size in [1, 2, 1000, 64 * KIB, MIB] {
+            let message = random_bytes(size, 5);
+            let frames = one_byte_stored_frames(&message);
+            let mut inflater = Inflater::new(15, false);
+            let mut out = BytesMut::new();
+            let mut moves = 0;
+            for (i, frame) in frames.iter().enumerate() {
+                let before = out.as_ptr();
+                inflater
+                    .inflate(frame, i + 1 == frames.len(), &mut out, 2 * MIB)
+                    .unwrap();
+                moves += usize::from(out.as_ptr() != before);
+            }
+            assert!(out == message, "{size}");
+            // Each move copies the message so far: doubling keeps the
+            // copies linear in total, one move per frame is quadratic.
+            let bound = 2 * (usize::BITS - size.leading_zeros()) as usize + 2;
+            assert!(moves <= bound, "{size} bytes: {moves} moves, bound {bound}");
+            assert!(out.capacity() <= 2 * size.max(MIN_INFLATE_STEP), "{size}");
         }
     }
 

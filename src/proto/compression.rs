@@ -47,10 +47,18 @@ pub(crate) fn negotiated(
     }
 }
 
-/// An upper bound of what DEFLATE makes of `len` bytes: stored blocks add 5
-/// bytes per 64 KiB block, plus the final empty-block marker.
+/// The most bytes a message payload of `len` bytes takes once compressed:
+/// exact, since the compressor falls back to stored blocks for data that
+/// does not compress, so `max_write_buffer_size` holds with compression too.
 pub(crate) fn compressed_bound(len: usize) -> usize {
-    len + len / 0xffff * 5 + 16
+    #[cfg(feature = "deflate")]
+    {
+        crate::deflate::codec::max_compressed_len(len)
+    }
+    #[cfg(not(feature = "deflate"))]
+    {
+        len
+    }
 }
 
 #[cfg(feature = "deflate")]
