@@ -32,6 +32,7 @@ pub struct Config {
     pub(crate) max_write_buffer_size: usize,
     pub(crate) max_message_size: Option<usize>,
     pub(crate) max_frame_size: Option<usize>,
+    pub(crate) max_fragments: Option<usize>,
     pub(crate) accept_unmasked_frames: bool,
     pub(crate) handshake_timeout: Option<Duration>,
     pub(crate) deflate: Option<DeflateConfig>,
@@ -44,6 +45,12 @@ pub const DEFAULT_MAX_FRAME_SIZE: usize = 16 << 20;
 /// 72 MiB: room for one maximum-size message plus 8 MiB of smaller ones.
 pub const DEFAULT_MAX_WRITE_BUFFER_SIZE: usize = 72 << 20;
 
+/// 131,072: the most frames one incoming message may arrive in by default.
+/// Twice what a 4 MiB message cut into 64-byte fragments needs (the most
+/// finely cut message of the Autobahn suite); senders that fragment at all
+/// usually cut kilobytes at a time.
+pub const DEFAULT_MAX_FRAGMENTS: usize = 1 << 17;
+
 /// 30 s: how long an opening handshake may take by default.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -55,6 +62,7 @@ impl Default for Config {
             max_write_buffer_size: DEFAULT_MAX_WRITE_BUFFER_SIZE,
             max_message_size: Some(DEFAULT_MAX_MESSAGE_SIZE),
             max_frame_size: Some(DEFAULT_MAX_FRAME_SIZE),
+            max_fragments: Some(DEFAULT_MAX_FRAGMENTS),
             accept_unmasked_frames: false,
             handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
             deflate: None,
@@ -98,11 +106,30 @@ impl Config {
         self
     }
 
-    /// The largest incoming message, summed over its fragments. Default
-    /// 64 MiB; `None` for no limit. Exceeding it fails the connection with
-    /// 1009 before the excess is buffered.
+    /// The largest incoming message, summed over its fragments (inflated,
+    /// with permessage-deflate). Default 64 MiB; `None` for no limit.
+    /// Exceeding it fails the connection with 1009 before the excess is
+    /// buffered.
+    ///
+    /// It bounds what a message costs, not only its payload: a message in
+    /// assembly holds its bytes in one buffer whatever its fragmentation
+    /// (at most about twice the bytes received while it grows, never more
+    /// than this limit), and small messages never keep a read buffer alive.
     pub fn max_message_size(mut self, bytes: Option<usize>) -> Self {
         self.max_message_size = bytes;
+        self
+    }
+
+    /// The most frames one incoming message may arrive in. Default
+    /// 131,072 ([`DEFAULT_MAX_FRAGMENTS`]); `None` for no limit. Exceeding
+    /// it fails the connection with 1008 (policy) and
+    /// [`CapacityError::TooManyFragments`](crate::CapacityError::TooManyFragments).
+    ///
+    /// Fragments cost no memory beyond their bytes, but each costs work, and
+    /// empty ones would let a message stay open forever without reaching
+    /// `max_message_size`.
+    pub fn max_fragments(mut self, frames: Option<usize>) -> Self {
+        self.max_fragments = frames;
         self
     }
 
@@ -174,6 +201,16 @@ impl Config {
     /// See [`Config::max_frame_size`].
     pub fn get_max_frame_size(&self) -> Option<usize> {
         self.max_frame_size
+    }
+
+    /// See [`Config::max_fragments`].
+    pub fn get_max_fragments(&self) -> Option<usize> {
+        self.max_fragments
+    }
+
+    /// `max_message_size`, or no limit.
+    pub(crate) fn message_limit(&self) -> usize {
+        self.max_message_size.unwrap_or(usize::MAX)
     }
 
     /// See [`Config::accept_unmasked_frames`].

@@ -171,12 +171,23 @@ pub enum CapacityError {
         /// The configured limit.
         max: usize,
     },
+    /// A message in more frames than `max_fragments` allows. Closes with
+    /// 1008 (policy): the size is fine, the framing is not.
+    #[error("message in more than {max} frames")]
+    TooManyFragments {
+        /// The configured limit.
+        max: usize,
+    },
 }
 
 impl CapacityError {
-    /// Always [`CloseCode::Size`] (1009).
+    /// [`CloseCode::Size`] (1009) for sizes, [`CloseCode::Policy`] (1008)
+    /// for [`CapacityError::TooManyFragments`].
     pub fn close_code(&self) -> CloseCode {
-        CloseCode::Size
+        match self {
+            CapacityError::TooManyFragments { .. } => CloseCode::Policy,
+            _ => CloseCode::Size,
+        }
     }
 }
 

@@ -39,8 +39,8 @@ mod websocket;
 
 pub use bytes::Bytes;
 pub use config::{
-    Config, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE,
-    DEFAULT_MAX_WRITE_BUFFER_SIZE, Role,
+    Config, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAGMENTS, DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE, Role,
 };
 pub use connect::{
     accept, accept_hdr, accept_hdr_with_config, accept_with_config, client, client_with_config,

@@ -13,9 +13,13 @@ use crate::frame::{
 /// The largest read step, and the most reserved ahead of arriving bytes.
 const MAX_READ_STEP: usize = 1 << 20;
 
-/// Whole payloads up to this size are copied out of the receive buffer
-/// rather than split from it.
-const COPY_MAX: usize = 256;
+/// Payloads smaller than this are copied out of the receive buffer rather
+/// than split from it. A split payload keeps the whole read allocation
+/// (up to 128 KiB between frames) alive for as long as the message is
+/// held, so a small one would pin hundreds of times its size; copying a
+/// few KiB costs about what sharing does (two atomic reference count
+/// updates, and a buffer that cannot be reused in place).
+const SHARE_MIN: usize = 64 * 1024;
 
 /// The largest read a busy stream grows to between frames (what
 /// tungstenite reads at once; fewer syscalls for batched small messages).
@@ -49,12 +53,14 @@ pub struct InFrames {
     offered: usize,
 }
 
-/// A frame taken whole by [`InFrames::take_whole`].
+/// A frame whose header and whole payload are buffered, its payload
+/// unmasked in place by [`InFrames::unmask_whole`] and not yet consumed:
+/// read it with [`InFrames::whole_payload`], then consume it with
+/// [`InFrames::take_whole`] or [`InFrames::skip_whole`].
 #[derive(Debug)]
+#[must_use = "the frame stays buffered until it is taken or skipped"]
 pub struct WholeFrame {
-    /// The unmasked payload: split from the receive buffer without a copy,
-    /// or copied out of it if it is small.
-    pub payload: Bytes,
+    payload: Range<usize>,
     /// Every payload byte is known to be ASCII (checked while unmasking
     /// small payloads); `false` means unknown, not "not ASCII".
     pub ascii: bool,
@@ -210,16 +216,15 @@ impl InFrames {
         self.current.map(|frame| frame.header)
     }
 
-    /// Takes the frame whose `header_len`-byte header
-    /// [`peek_header`](InFrames::peek_header) returned, if its whole payload
-    /// is buffered: consumes header and payload, unmasks the payload in
-    /// place, and splits it off (copying only small payloads). Call it once the header
-    /// passed every check; `None` leaves everything as it was (then call
+    /// Unmasks, in place, the payload of the frame whose `header_len`-byte
+    /// header [`peek_header`](InFrames::peek_header) returned, if the whole
+    /// frame is buffered. Call it once the header passed every check;
+    /// nothing is consumed (`None` leaves everything as it was: then call
     /// [`InFrames::begin`]).
     ///
     /// This is the common case for small messages, and one pass: no frame
     /// bookkeeping, and ASCII is checked while unmasking.
-    pub fn take_whole(&mut self, header: &FrameHeader, header_len: usize) -> Option<WholeFrame> {
+    pub fn unmask_whole(&mut self, header: &FrameHeader, header_len: usize) -> Option<WholeFrame> {
         let len = header.payload_len as usize;
         let end = header_len.checked_add(len)?;
         if self.buf.len() < end {
@@ -234,22 +239,46 @@ impl InFrames {
             }
             false
         };
-        let payload = if len <= COPY_MAX {
-            // Small payloads are copied: an allocation costs less than
-            // sharing the buffer (two atomic reference count updates), and
-            // the buffer stays unshared, so it is reused in place instead
-            // of reallocated for the next read and pinned by the message.
-            let payload = Bytes::from(Box::<[u8]>::from(&self.buf[header_len..end]));
-            self.buf.advance(end);
-            payload
+        Some(WholeFrame {
+            payload: header_len..end,
+            ascii,
+        })
+    }
+
+    /// The unmasked payload of `frame`.
+    #[inline]
+    pub fn whole_payload(&self, frame: &WholeFrame) -> &[u8] {
+        &self.buf[frame.payload.clone()]
+    }
+
+    /// Consumes `frame` and returns its payload: copied out if it is small,
+    /// split from the receive buffer without a copy otherwise.
+    pub fn take_whole(&mut self, frame: WholeFrame) -> Bytes {
+        self.detach(frame.payload)
+    }
+
+    /// Consumes `frame` without taking its payload (the caller copied what
+    /// it needed from [`InFrames::whole_payload`]).
+    pub fn skip_whole(&mut self, frame: WholeFrame) {
+        self.buf.advance(frame.payload.end);
+    }
+
+    /// Consumes the buffer up to `payload.end` and returns the payload.
+    fn detach(&mut self, payload: Range<usize>) -> Bytes {
+        if payload.len() < SHARE_MIN {
+            // An allocation of the exact size leaves the receive buffer
+            // unshared, so it is reused in place for the next read, and
+            // nothing the caller keeps pins it.
+            let copy = Bytes::from(Box::<[u8]>::from(&self.buf[payload.clone()]));
+            self.buf.advance(payload.end);
+            copy
         } else {
-            let mut frame = self.buf.split_to(end).freeze();
+            let mut frame = self.buf.split_to(payload.end).freeze();
             // Advancing the frozen handle is a pointer bump; advancing the
             // receive buffer would update its shared bookkeeping too.
-            frame.advance(header_len);
+            frame.advance(payload.start);
             frame
-        };
-        Some(WholeFrame { payload, ascii })
+        }
     }
 
     /// Starts a frame whose payload is still arriving: consumes its
@@ -311,7 +340,7 @@ impl InFrames {
             return None;
         }
         self.current = None;
-        let payload = self.buf.split_to(len).freeze();
+        let payload = self.detach(0..len);
         if self.buf.is_empty() && self.buf.capacity() > 0 {
             self.buf = BytesMut::new();
         }
@@ -343,8 +372,8 @@ mod tests {
             let HeaderParse::Complete(header, header_len) = frames.peek_header().unwrap() else {
                 return None;
             };
-            if let Some(whole) = frames.take_whole(&header, header_len) {
-                return Some((header, whole.payload));
+            if let Some(whole) = frames.unmask_whole(&header, header_len) {
+                return Some((header, frames.take_whole(whole)));
             }
             frames.begin(header, header_len);
         }
@@ -417,8 +446,9 @@ mod tests {
             let HeaderParse::Complete(header, n) = frames.peek_header().unwrap() else {
                 panic!("header buffered");
             };
-            let whole = frames.take_whole(&header, n).expect("whole frame buffered");
+            let whole = frames.unmask_whole(&header, n).expect("whole frame buffered");
             assert_eq!(whole.ascii, expect_ascii);
+            frames.skip_whole(whole);
         }
     }
 
@@ -451,7 +481,7 @@ mod tests {
         let HeaderParse::Complete(header, header_len) = frames.peek_header().unwrap() else {
             panic!("header buffered");
         };
-        assert!(frames.take_whole(&header, header_len).is_none());
+        assert!(frames.unmask_whole(&header, header_len).is_none());
         frames.begin(header, header_len);
     }
 
@@ -507,7 +537,7 @@ mod tests {
 
     #[test]
     fn larger_payload_is_split_without_copy() {
-        let payload = vec![7u8; COPY_MAX + 1];
+        let payload = vec![7u8; SHARE_MIN];
         let mut header = FrameHeader::new(OpCode::Binary, payload.len() as u64);
         header.mask = None;
         let mut head = [0; MAX_HEADER_LEN];

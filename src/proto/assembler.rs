@@ -4,26 +4,36 @@ use bytes::{Bytes, BytesMut};
 
 use crate::frame::OpCode;
 
+/// The smallest allocation for a message in assembly, so that a message
+/// of many tiny fragments does not reallocate at every one.
+const MIN_CAPACITY: usize = 64;
+
 /// The frames of one fragmented message so far.
 ///
-/// Payloads are kept as the `Bytes` split from the read buffer and joined
-/// once, when the last frame arrives: one allocation of the exact size and
-/// one copy, instead of a buffer that reallocates (and faults in fresh
-/// pages) as it doubles.
+/// Each fragment's payload is copied into one contiguous buffer as it
+/// arrives, so a message in assembly costs its bytes and nothing per
+/// fragment: no handle or allocation per part, and no part pins the
+/// receive buffer it was read into. The buffer at least doubles when it
+/// grows (never past the message size limit), so the copies add up to
+/// O(message) whatever the fragmentation, and the last fragment, whose
+/// size completes the message, gets an exact fit.
+///
+/// For a compressed message the frames are counted here and the inflated
+/// bytes kept by the context.
 #[derive(Debug)]
 pub(crate) struct Fragments {
     opcode: OpCode,
-    parts: Vec<Bytes>,
-    len: usize,
+    data: BytesMut,
+    frames: usize,
 }
 
 impl Fragments {
-    /// Starts a `Text` or `Binary` message.
+    /// Starts a `Text` or `Binary` message with its first frame.
     pub(crate) fn new(opcode: OpCode) -> Self {
         Self {
             opcode,
-            parts: Vec::new(),
-            len: 0,
+            data: BytesMut::new(),
+            frames: 1,
         }
     }
 
@@ -34,31 +44,45 @@ impl Fragments {
 
     /// Payload bytes so far.
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.data.len()
     }
 
-    /// Appends the next frame's payload.
-    pub(crate) fn push(&mut self, payload: Bytes) {
-        if !payload.is_empty() {
-            self.len += payload.len();
-            self.parts.push(payload);
-        }
+    /// Frames so far, the first one included.
+    pub(crate) fn frames(&self) -> usize {
+        self.frames
     }
 
-    /// The whole payload; a single non-empty fragment is returned without
-    /// copying.
-    pub(crate) fn finish(mut self) -> Bytes {
-        match self.parts.len() {
-            0 => Bytes::new(),
-            1 => self.parts.pop().expect("one part"),
-            _ => {
-                let mut whole = BytesMut::with_capacity(self.len);
-                for part in &self.parts {
-                    whole.extend_from_slice(part);
-                }
-                whole.freeze()
-            }
+    /// Counts the header of one more continuation frame.
+    pub(crate) fn count_frame(&mut self) {
+        self.frames += 1;
+    }
+
+    /// Appends a frame's payload. `fin`: it is the last one. `max`: the
+    /// most the message may hold (checked by the caller), which growth
+    /// never reserves beyond.
+    pub(crate) fn push(&mut self, payload: &[u8], fin: bool, max: usize) {
+        let needed = self.data.len() + payload.len();
+        if needed > self.data.capacity() {
+            let capacity = if fin {
+                needed
+            } else {
+                (2 * self.data.capacity())
+                    .max(MIN_CAPACITY)
+                    .min(max)
+                    .max(needed)
+            };
+            // `BytesMut::reserve` may double past `max`; this sizes the
+            // allocation exactly.
+            let mut grown = BytesMut::with_capacity(capacity);
+            grown.extend_from_slice(&self.data);
+            self.data = grown;
         }
+        self.data.extend_from_slice(payload);
+    }
+
+    /// The whole payload.
+    pub(crate) fn finish(self) -> Bytes {
+        self.data.freeze()
     }
 }
 
@@ -67,19 +91,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn joins_parts_in_order_and_skips_copies_when_it_can() {
+    fn joins_parts_in_order() {
         let mut f = Fragments::new(OpCode::Binary);
-        f.push(Bytes::from_static(b"ab"));
-        f.push(Bytes::new());
-        f.push(Bytes::from_static(b"cde"));
-        assert_eq!(f.len(), 5);
+        f.push(b"ab", false, usize::MAX);
+        f.count_frame();
+        f.push(b"", false, usize::MAX);
+        f.count_frame();
+        f.push(b"cde", true, usize::MAX);
+        assert_eq!((f.len(), f.frames()), (5, 3));
         assert_eq!(&f.finish()[..], b"abcde");
-
-        let only = Bytes::from(vec![1, 2, 3]);
-        let mut f = Fragments::new(OpCode::Text);
-        f.push(Bytes::new());
-        f.push(only.clone());
-        assert_eq!(f.finish().as_ptr(), only.as_ptr());
         assert!(Fragments::new(OpCode::Text).finish().is_empty());
+    }
+
+    #[test]
+    fn growth_is_geometric_bounded_by_the_limit_and_exact_at_the_end() {
+        let max = 100_000;
+        let mut f = Fragments::new(OpCode::Binary);
+        let mut moves = 0;
+        for _ in 0..max - 1 {
+            let before = f.data.as_ptr();
+            f.push(b"x", false, max);
+            moves += usize::from(f.data.as_ptr() != before);
+            assert!(f.data.capacity() <= max);
+        }
+        assert!(moves <= 20, "{moves} reallocations for {max} one-byte parts");
+        f.push(b"y", true, max);
+        assert_eq!(f.data.capacity(), max);
+
+        // Two fragments: the second one's size completes an exact fit.
+        let mut f = Fragments::new(OpCode::Binary);
+        f.push(&[1; 1000], false, usize::MAX);
+        f.push(&[2; 3000], true, usize::MAX);
+        assert_eq!(f.data.capacity(), 4000);
     }
 }

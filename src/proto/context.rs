@@ -60,7 +60,8 @@ pub struct WebSocketContext {
     config: Config,
     codec: FrameCodec,
     state: State,
-    fragments: Option<Fragments>,
+    /// Boxed: fragmented messages are rare, and idle connections many.
+    fragments: Option<Box<Fragments>>,
     /// Validates the text message currently arriving; `None` while the
     /// current data message is binary.
     text: Option<Utf8Stream>,
@@ -288,8 +289,19 @@ impl WebSocketContext {
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyClosed`] once the connection is over.
+    /// - [`ProtocolError::SendForbiddenCloseCode`] for a code the RFC
+    ///   forbids on the wire (1005, 1006, 1015, reserved or out-of-range
+    ///   codes): nothing is queued and the connection stays open.
+    /// - [`Error::AlreadyClosed`] once the connection is over.
     pub fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        // RFC 6455 section 7.4.1: 1005, 1006 and 1015 "MUST NOT be set as a
+        // status code in a Close control frame by an endpoint"; the peer
+        // fails the connection on those and on unassigned ranges.
+        if let Some(code) = frame.as_ref().map(|f| f.code) {
+            if !code.is_allowed_on_wire() {
+                return Err(ProtocolError::SendForbiddenCloseCode(code.into()).into());
+            }
+        }
         match self.state {
             State::Active => {
                 self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
@@ -500,18 +512,33 @@ impl WebSocketContext {
                         HeaderParse::Complete(header, len) => (header, len),
                     };
                     self.check_header(&header)?;
-                    if let Some(whole) = self.codec.input.take_whole(&header, header_len) {
-                        if !header.opcode.is_control() && self.inflating.is_none() {
+                    if let Some(whole) = self.codec.input.unmask_whole(&header, header_len) {
+                        let plain_data = !header.opcode.is_control() && self.inflating.is_none();
+                        let payload = self.codec.input.whole_payload(&whole);
+                        if plain_data {
                             if let Some(text) = self.text.as_mut() {
                                 // ASCII is valid UTF-8 when no character
                                 // was cut off by the previous fragment.
                                 if !(whole.ascii && text.at_char_boundary()) {
-                                    text.feed(&whole.payload)
+                                    text.feed(payload)
                                         .map_err(|_| ProtocolError::InvalidUtf8)?;
                                 }
                             }
                         }
-                        match self.on_frame(header, whole.payload)? {
+                        let msg = match self.fragments.as_mut() {
+                            Some(fragments) if plain_data => {
+                                // Copied straight into the message: no
+                                // allocation per fragment.
+                                fragments.push(payload, header.fin, self.config.message_limit());
+                                self.codec.input.skip_whole(whole);
+                                self.finish_fragment(header.fin)?
+                            }
+                            _ => {
+                                let payload = self.codec.input.take_whole(whole);
+                                self.on_frame(header, payload)?
+                            }
+                        };
+                        match msg {
                             Some(msg) => return Ok(Some(msg)),
                             None => continue,
                         }
@@ -571,11 +598,21 @@ impl WebSocketContext {
             }
             return Ok(());
         }
-        let so_far = match (header.opcode, &self.fragments) {
+        let so_far = match (header.opcode, &mut self.fragments) {
             (OpCode::Continuation, None) => {
                 return Err(ProtocolError::UnexpectedContinuation.into());
             }
-            (OpCode::Continuation, Some(f)) => f.len() as u64,
+            (OpCode::Continuation, Some(f)) => {
+                // Bytes are bounded by max_message_size; frames cost work
+                // too, and empty ones would let a message go on forever.
+                if let Some(max) = self.config.max_fragments {
+                    if f.frames() >= max {
+                        return Err(CapacityError::TooManyFragments { max }.into());
+                    }
+                }
+                f.count_frame();
+                f.len() as u64
+            }
             (opcode, Some(_)) => return Err(ProtocolError::ExpectedContinuation(opcode).into()),
             (_, None) => 0,
         };
@@ -615,6 +652,9 @@ impl WebSocketContext {
             OpCode::Binary => self.text = None,
             _ => {}
         }
+        if starts_message && !header.fin {
+            self.fragments = Some(Box::new(Fragments::new(header.opcode)));
+        }
         // A message can only start once the previous one is complete, so
         // `inflating` is already `None` here unless this one is compressed.
         debug_assert!(!starts_message || self.inflating.is_none());
@@ -633,7 +673,7 @@ impl WebSocketContext {
     ) -> Result<Option<Message>> {
         let mut inflated = self.inflating.take().expect("a compressed message is open");
         let before = inflated.len();
-        let max = self.config.max_message_size.unwrap_or(usize::MAX);
+        let max = self.config.message_limit();
         let text = self.text.is_some();
         let compression = self.compression.as_mut().expect("negotiated");
         compression.inflate(&payload, header.fin, &mut inflated, max, text)?;
@@ -642,16 +682,26 @@ impl WebSocketContext {
                 .feed(&inflated[before..])
                 .map_err(|_| ProtocolError::InvalidUtf8)?;
         }
-        let opcode = match (header.opcode, self.fragments.take()) {
-            (OpCode::Continuation, Some(fragments)) => fragments.opcode(),
-            (opcode, _) => opcode,
-        };
-        if header.fin {
-            return self.complete(opcode, inflated.freeze()).map(Some);
+        if !header.fin {
+            self.inflating = Some(inflated);
+            return Ok(None);
         }
-        self.fragments = Some(Fragments::new(opcode));
-        self.inflating = Some(inflated);
-        Ok(None)
+        let opcode = match self.fragments.take() {
+            Some(fragments) => fragments.opcode(),
+            None => header.opcode,
+        };
+        self.complete(opcode, inflated.freeze()).map(Some)
+    }
+
+    /// After a fragment of an uncompressed message was appended: the
+    /// message, if that was its last frame.
+    fn finish_fragment(&mut self, fin: bool) -> Result<Option<Message>> {
+        if !fin {
+            return Ok(None);
+        }
+        let fragments = self.fragments.take().expect("a fragmented message is open");
+        self.complete(fragments.opcode(), fragments.finish())
+            .map(Some)
     }
 
     fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Option<Message>> {
@@ -660,21 +710,11 @@ impl WebSocketContext {
         }
         let msg = match header.opcode {
             OpCode::Text | OpCode::Binary if header.fin => self.complete(header.opcode, payload)?,
-            OpCode::Text | OpCode::Binary => {
-                let mut fragments = Fragments::new(header.opcode);
-                fragments.push(payload);
-                self.fragments = Some(fragments);
-                return Ok(None);
-            }
-            OpCode::Continuation => {
-                let fragments = self.fragments.as_mut().expect("checked with the header");
-                fragments.push(payload);
-                if !header.fin {
-                    return Ok(None);
-                }
-                let fragments = self.fragments.take().expect("present");
-                let opcode = fragments.opcode();
-                self.complete(opcode, fragments.finish())?
+            OpCode::Text | OpCode::Binary | OpCode::Continuation => {
+                let limit = self.config.message_limit();
+                let fragments = self.fragments.as_mut().expect("opened with the header");
+                fragments.push(&payload, header.fin, limit);
+                return self.finish_fragment(header.fin);
             }
             OpCode::Ping => {
                 if self.state.answers_pings() {

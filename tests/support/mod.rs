@@ -1,9 +1,14 @@
 //! Shared test support: a scripted, fault-injecting, counting mock stream,
-//! an in-memory client/server pipe, and frame builders/parsers.
+//! an in-memory client/server pipe, frame builders/parsers, and a counting
+//! allocator for cost tests.
 //!
 //! Each integration test file uses `mod support;`; not every file uses every
 //! helper.
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unused_imports, unreachable_pub)]
+
+mod counting_alloc;
+
+pub use counting_alloc::{CountingAlloc, HeapUse};
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
