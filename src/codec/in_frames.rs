@@ -224,6 +224,7 @@ impl InFrames {
     ///
     /// This is the common case for small messages, and one pass: no frame
     /// bookkeeping, and ASCII is checked while unmasking.
+    #[inline]
     pub fn unmask_whole(&mut self, header: &FrameHeader, header_len: usize) -> Option<WholeFrame> {
         let len = header.payload_len as usize;
         let end = header_len.checked_add(len)?;
@@ -253,17 +254,20 @@ impl InFrames {
 
     /// Consumes `frame` and returns its payload: copied out if it is small,
     /// split from the receive buffer without a copy otherwise.
+    #[inline]
     pub fn take_whole(&mut self, frame: WholeFrame) -> Bytes {
         self.detach(frame.payload)
     }
 
     /// Consumes `frame` without taking its payload (the caller copied what
     /// it needed from [`InFrames::whole_payload`]).
+    #[inline]
     pub fn skip_whole(&mut self, frame: WholeFrame) {
         self.buf.advance(frame.payload.end);
     }
 
     /// Consumes the buffer up to `payload.end` and returns the payload.
+    #[inline]
     fn detach(&mut self, payload: Range<usize>) -> Bytes {
         if payload.len() < SHARE_MIN {
             // An allocation of the exact size leaves the receive buffer
@@ -446,7 +450,9 @@ mod tests {
             let HeaderParse::Complete(header, n) = frames.peek_header().unwrap() else {
                 panic!("header buffered");
             };
-            let whole = frames.unmask_whole(&header, n).expect("whole frame buffered");
+            let whole = frames
+                .unmask_whole(&header, n)
+                .expect("whole frame buffered");
             assert_eq!(whole.ascii, expect_ascii);
             frames.skip_whole(whole);
         }
