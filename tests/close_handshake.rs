@@ -241,7 +241,11 @@ fn close_codes_forbidden_on_the_wire_are_refused_and_nothing_is_sent() {
                 ),
                 "{code}: {result:?}"
             );
-            assert_eq!(result.unwrap_err().close_code(), None, "the caller's mistake");
+            assert_eq!(
+                result.unwrap_err().close_code(),
+                None,
+                "the caller's mistake"
+            );
             assert!(written(&ws).is_empty(), "{code}: nothing on the wire");
             // The connection is untouched: data still goes out, and a valid
             // close still starts the handshake.

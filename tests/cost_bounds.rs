@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use lockgate::deflate::DeflateParams;
@@ -17,6 +18,16 @@ use support::{CountingAlloc, HeapUse, MockStream, ReadStep, frame, parse_frames}
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Held by every test here: the timing ratios must not share the two cores
+/// with another test's work.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
@@ -76,6 +87,7 @@ fn pattern(len: usize) -> Vec<u8> {
 
 #[test]
 fn the_counting_allocator_counts() {
+    let _serial = one_at_a_time();
     let heap = HeapUse::start();
     let block = vec![1u8; 100_000];
     assert!(heap.now() >= 100_000 && heap.peak() >= 100_000);
@@ -85,6 +97,7 @@ fn the_counting_allocator_counts() {
 
 #[test]
 fn a_fragmented_message_costs_its_bytes_whatever_the_fragmentation() {
+    let _serial = one_at_a_time();
     let limit = MIB;
     let payload = pattern(limit);
     let (one_frame, _) = peak_receiving(
@@ -115,6 +128,7 @@ fn a_fragmented_message_costs_its_bytes_whatever_the_fragmentation() {
 
 #[test]
 fn headers_straddling_reads_cost_no_read_buffer_per_fragment() {
+    let _serial = one_at_a_time();
     // Each read holds the last payload byte of one fragment and the header
     // of the next, so every fragment is finished across reads (the path
     // that used to keep an 8 KiB read buffer per payload byte).
@@ -163,6 +177,7 @@ fn headers_straddling_reads_cost_no_read_buffer_per_fragment() {
 
 #[test]
 fn small_messages_never_pin_the_read_buffer_they_arrived_in() {
+    let _serial = one_at_a_time();
     // Small messages the application keeps (a chat history), each arriving
     // in a large read beside a large message it drops.
     let kept_len = 300;
@@ -218,6 +233,7 @@ fn receive_time(config: Config, params: Option<DeflateParams>, wire: &[u8]) -> D
 
 #[test]
 fn assembly_time_is_linear_in_the_bytes_received() {
+    let _serial = one_at_a_time();
     // Quadratic work shows as a ratio near 16 between 4x the bytes; linear
     // as about 4. The fastest of three runs each, so a busy machine makes
     // it slower rather than wrong.
@@ -232,6 +248,7 @@ fn assembly_time_is_linear_in_the_bytes_received() {
 
 #[test]
 fn fragments_cost_time_per_frame_not_per_message_so_far() {
+    let _serial = one_at_a_time();
     // The same payload in one frame and in 1-byte fragments: each fragment
     // costs a header's work, so compare per byte received on the wire.
     let payload = pattern(256 * KIB);
@@ -296,6 +313,7 @@ fn deflate_params() -> DeflateParams {
 #[cfg(feature = "deflate")]
 #[test]
 fn inflation_time_is_linear_whatever_the_framing() {
+    let _serial = one_at_a_time();
     let config = limited(64 * MIB);
     let params = Some(deflate_params());
     // Large enough that copying the message so far at every frame would
@@ -346,6 +364,7 @@ fn sent(ctx: &mut WebSocketContext) -> Vec<support::WireFrame> {
 
 #[test]
 fn a_message_in_too_many_frames_fails_with_1008() {
+    let _serial = one_at_a_time();
     for (max, compressed) in [(1, false), (10, false), (10, true), (1000, false)] {
         if compressed && !cfg!(feature = "deflate") {
             continue;
@@ -415,6 +434,7 @@ fn incompressible(len: usize, seed: u64, high: bool) -> lockgate::Bytes {
 #[cfg(feature = "deflate")]
 #[test]
 fn compressed_writes_never_take_the_out_buffer_past_its_maximum() {
+    let _serial = one_at_a_time();
     use lockgate::deflate::DeflateConfig;
 
     let max = MIB;

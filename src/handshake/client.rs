@@ -326,6 +326,7 @@ impl ClientHandshake {
     /// # Examples
     ///
     /// ```
+    /// # #[cfg(feature = "deflate")] {
     /// use lockgate::deflate::DeflateConfig;
     /// use lockgate::handshake::ClientHandshake;
     ///
@@ -335,6 +336,7 @@ impl ClientHandshake {
     ///     handshake.request().headers()["sec-websocket-extensions"],
     ///     "permessage-deflate; client_max_window_bits=12",
     /// );
+    /// # }
     /// ```
     pub fn with_deflate(
         request: impl IntoClientRequest,

@@ -225,6 +225,7 @@ impl<C: Callback> ServerHandshake<C> {
     /// # Examples
     ///
     /// ```
+    /// # #[cfg(feature = "deflate")] {
     /// use lockgate::deflate::DeflateConfig;
     /// use lockgate::handshake::{NoCallback, ServerHandshake};
     ///
@@ -240,6 +241,7 @@ impl<C: Callback> ServerHandshake<C> {
     ///     "permessage-deflate; server_max_window_bits=12",
     /// );
     /// assert_eq!(done.deflate.unwrap().server_max_window_bits, 12);
+    /// # }
     /// ```
     pub fn with_deflate(callback: C, deflate: Option<DeflateConfig>) -> Self {
         Self {
@@ -355,6 +357,7 @@ pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, Handsha
 /// # Examples
 ///
 /// ```
+/// # #[cfg(feature = "deflate")] {
 /// use lockgate::deflate::DeflateConfig;
 ///
 /// let request = http::Request::get("/ws")
@@ -374,6 +377,7 @@ pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, Handsha
 ///     "permessage-deflate; client_no_context_takeover",
 /// );
 /// assert!(deflate.unwrap().client_no_context_takeover);
+/// # }
 /// ```
 pub fn upgrade_response_with_deflate<B>(
     request: &Request<B>,

@@ -114,7 +114,10 @@ mod tests {
             moves += usize::from(f.data.as_ptr() != before);
             assert!(f.data.capacity() <= max);
         }
-        assert!(moves <= 20, "{moves} reallocations for {max} one-byte parts");
+        assert!(
+            moves <= 20,
+            "{moves} reallocations for {max} one-byte parts"
+        );
         f.push(b"y", true, max);
         assert_eq!(f.data.capacity(), max);
 

@@ -520,8 +520,7 @@ impl WebSocketContext {
                                 // ASCII is valid UTF-8 when no character
                                 // was cut off by the previous fragment.
                                 if !(whole.ascii && text.at_char_boundary()) {
-                                    text.feed(payload)
-                                        .map_err(|_| ProtocolError::InvalidUtf8)?;
+                                    text.feed(payload).map_err(|_| ProtocolError::InvalidUtf8)?;
                                 }
                             }
                         }
