@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the third-party WebSocket peers used by tokio-lockgate/tests/interop.rs:
+# Installs the third-party WebSocket peers used by interop/tests/interop.rs
+# (package lockgate-interop, run by `cargo test -p lockgate-interop`):
 #
-#   tokio-lockgate/tests/interop/.venv          Python venv with `websockets` (requirements.txt)
-#   tokio-lockgate/tests/interop/node_modules   Node's `ws` (package.json / package-lock.json)
+#   interop/peers/.venv          Python venv with `websockets` (requirements.txt)
+#   interop/peers/node_modules   Node's `ws` (package.json / package-lock.json)
 #
 #   bash scripts/install-interop-peers.sh
 #
@@ -17,7 +18,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-DIR=$ROOT/tokio-lockgate/tests/interop
+DIR=$ROOT/interop/peers
 VENV=$DIR/.venv
 PYTHON=${PYTHON:-python3}
 NPM=${NPM:-npm}

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # The one test command (README "Testing"): formatting, lints, docs, every
-# test and doc test of both crates (with and without TLS), interop with
-# Python `websockets` and Node `ws`, and Autobahn in both modes through both
-# drivers. It installs what it needs on a fresh machine: the Autobahn
-# runner's venv (PyPI) and the interop peers (PyPI, npm registry).
+# test and doc test of both crates (with and without TLS, the core also
+# without its default features), the comparison benchmarks' lints, interop
+# with Python `websockets` and Node `ws` (package lockgate-interop), and
+# Autobahn in both modes through both drivers. It installs what it needs on
+# a fresh machine: the Autobahn runner's venv (PyPI) and the interop peers
+# (PyPI, npm registry).
+#
+# A plain `cargo test` runs everything of the default members that needs
+# nothing but cargo: lockgate-interop and bench-peers are not default
+# members, and are run here by name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,22 +18,32 @@ step() { printf '\n==> %s\n' "$*"; }
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy -D warnings (default features, then TLS)"
+step "cargo clippy -D warnings (default features, TLS, no default features, bench-peers, interop)"
 cargo clippy --all-targets -- -D warnings
 cargo clippy -p tokio-lockgate --all-targets --features rustls -- -D warnings
+cargo clippy -p lockgate --all-targets --no-default-features -- -D warnings
+cargo clippy -p bench-peers --all-targets -- -D warnings
+cargo clippy -p lockgate-interop --all-targets -- -D warnings
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
 
-step "install interop peers (Python websockets, Node ws)"
-bash scripts/install-interop-peers.sh
+step "cargo build and test, lockgate without default features (no permessage-deflate)"
+cargo build -p lockgate --no-default-features
+cargo test -p lockgate --no-default-features
 
-step "cargo test (unit, integration, interop, doc tests)"
+step "cargo test (unit, integration, doc tests)"
 # One package per invocation: both have examples named client, echo-server,
 # autobahn-*, whose binaries would collide in a single build.
 cargo test -p lockgate
 cargo test -p tokio-lockgate
 cargo test -p tokio-lockgate --features rustls --test tls
+
+step "install interop peers (Python websockets, Node ws)"
+bash scripts/install-interop-peers.sh
+
+step "interop tests (lockgate-interop: a missing peer fails them)"
+cargo test -p lockgate-interop
 
 step "Autobahn conformance: blocking driver (server and client modes)"
 bash autobahn/run.sh all

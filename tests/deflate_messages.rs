@@ -1,13 +1,14 @@
 //! permessage-deflate through the protocol context and the blocking driver:
 //! round trips, RSV1 rules, bounded inflation (bombs) and bad data.
+//!
+//! Tests of compression itself need the `deflate` feature; the rest also run
+//! without it, where nothing is negotiated or compressed (the last test).
 
 mod support;
 
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::frame::OpCode;
-use lockgate::{
-    CapacityError, Config, Error, Message, ProtocolError, Role, WebSocket, WebSocketContext,
-};
+use lockgate::{Config, Error, Message, ProtocolError, Role, WebSocket, WebSocketContext};
 use support::{MockStream, frame, parse_frames};
 
 fn deflate_config() -> Config {
@@ -19,6 +20,7 @@ fn ctx(role: Role, config: Config, params: DeflateParams) -> WebSocketContext {
 }
 
 /// Moves everything `from` has queued into `to`.
+#[cfg(feature = "deflate")]
 fn transfer(from: &mut WebSocketContext, to: &mut WebSocketContext) {
     from.prepare_output();
     while from.output_len() > 0 {
@@ -28,6 +30,7 @@ fn transfer(from: &mut WebSocketContext, to: &mut WebSocketContext) {
     }
 }
 
+#[cfg(feature = "deflate")]
 fn json(i: usize, len: usize) -> String {
     let mut s = format!("{{\"id\":{i},\"kind\":\"quote\",\"pad\":\"");
     while s.len() + 2 < len {
@@ -38,6 +41,7 @@ fn json(i: usize, len: usize) -> String {
     s
 }
 
+#[cfg(feature = "deflate")]
 #[test]
 fn messages_round_trip_compressed_in_both_directions_for_every_takeover_mix() {
     for (server_nct, client_nct, server_bits, client_bits) in [
@@ -89,6 +93,7 @@ fn messages_round_trip_compressed_in_both_directions_for_every_takeover_mix() {
     }
 }
 
+#[cfg(feature = "deflate")]
 #[test]
 fn only_messages_at_least_min_size_are_compressed_and_write_uncompressed_opts_out() {
     let mut ws = WebSocket::from_context(
@@ -153,6 +158,7 @@ fn rsv1_on_a_continuation_or_control_frame_is_a_protocol_error() {
     }
 }
 
+#[cfg(feature = "deflate")]
 #[test]
 fn the_rfc_7692_hello_example_inflates_across_fragments() {
     // RFC 7692 section 7.2.3.1 "Hello", split into two fragments.
@@ -171,6 +177,7 @@ fn the_rfc_7692_hello_example_inflates_across_fragments() {
 }
 
 /// A compressed frame of `zeros` zero bytes, as a client would send it.
+#[cfg(feature = "deflate")]
 fn bomb(zeros: usize) -> Vec<u8> {
     let mut client = ctx(
         Role::Client,
@@ -190,6 +197,7 @@ fn bomb(zeros: usize) -> Vec<u8> {
     wire
 }
 
+#[cfg(feature = "deflate")]
 #[test]
 fn a_deflate_bomb_fails_with_1009_without_inflating_past_the_limit() {
     let wire = bomb(64 << 20);
@@ -201,7 +209,7 @@ fn a_deflate_bomb_fails_with_1009_without_inflating_past_the_limit() {
     );
     let err = ws.read().unwrap_err();
     match &err {
-        Error::Capacity(CapacityError::MessageTooLarge { size, max }) => {
+        Error::Capacity(lockgate::CapacityError::MessageTooLarge { size, max }) => {
             assert_eq!(*max, 1 << 20);
             assert!(*size <= (1 << 20) + 1, "inflated {size} bytes");
         }
@@ -211,6 +219,7 @@ fn a_deflate_bomb_fails_with_1009_without_inflating_past_the_limit() {
     assert_eq!(frames.last().unwrap().close_code(), Some(1009));
 }
 
+#[cfg(feature = "deflate")]
 #[test]
 fn invalid_compressed_data_closes_with_1007_for_text_and_1002_for_binary() {
     for (opcode, code) in [(OpCode::Text, 1007), (OpCode::Binary, 1002)] {
@@ -242,6 +251,7 @@ fn invalid_compressed_data_closes_with_1007_for_text_and_1002_for_binary() {
     }
 }
 
+#[cfg(feature = "deflate")]
 #[test]
 fn compressed_text_that_inflates_to_bad_utf8_closes_with_1007() {
     let mut client = ctx(Role::Client, deflate_config(), DeflateParams::default());
@@ -261,6 +271,11 @@ fn compressed_text_that_inflates_to_bad_utf8_closes_with_1007() {
     );
 }
 
+/// An upgrade request offering permessage-deflate.
+const OFFER: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
+
 #[test]
 fn without_a_deflate_config_nothing_is_offered_or_accepted() {
     use lockgate::handshake::{ClientHandshake, NoCallback, ServerHandshake};
@@ -272,10 +287,7 @@ fn without_a_deflate_config_nothing_is_offered_or_accepted() {
             .contains("sec-websocket-extensions")
     );
     let mut server = ServerHandshake::with_deflate(NoCallback, None);
-    let offer = b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
-    let done = server.receive(offer).unwrap().unwrap();
+    let done = server.receive(OFFER).unwrap().unwrap();
     assert!(done.deflate.is_none());
     assert!(
         !done
@@ -283,4 +295,43 @@ Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
             .headers()
             .contains_key("sec-websocket-extensions")
     );
+}
+
+/// Without the `deflate` feature a deflate config offers and accepts
+/// nothing, and parameters handed to a context are ignored: messages go out
+/// uncompressed (and RSV1 stays a protocol error, see above).
+#[cfg(not(feature = "deflate"))]
+#[test]
+fn without_the_feature_nothing_is_negotiated_or_compressed() {
+    use lockgate::handshake::{ClientHandshake, NoCallback, ServerHandshake};
+    let client =
+        ClientHandshake::with_deflate("ws://localhost/", Some(DeflateConfig::default())).unwrap();
+    assert!(
+        !client
+            .request()
+            .headers()
+            .contains_key("sec-websocket-extensions")
+    );
+    let mut server = ServerHandshake::with_deflate(NoCallback, Some(DeflateConfig::default()));
+    let done = server.receive(OFFER).unwrap().unwrap();
+    assert!(done.deflate.is_none());
+    assert!(
+        !done
+            .response
+            .headers()
+            .contains_key("sec-websocket-extensions")
+    );
+
+    let mut ws = WebSocket::from_context(
+        MockStream::new(),
+        ctx(Role::Server, deflate_config(), DeflateParams::default()),
+    );
+    assert_eq!(ws.context().deflate(), None);
+    let text = "x".repeat(100);
+    ws.write(Message::text(text.clone())).unwrap();
+    ws.flush().unwrap();
+    let frames = parse_frames(&ws.get_ref().written);
+    assert_eq!(frames.len(), 1);
+    assert!(!frames[0].header.rsv1);
+    assert_eq!(frames[0].payload, text.as_bytes());
 }

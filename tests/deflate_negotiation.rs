@@ -2,6 +2,9 @@
 //! sans-IO handshake: the client's offer, the server's choice among offers,
 //! the client's check of the answer, and complete handshakes between the
 //! two.
+//!
+//! Needs the `deflate` feature (`required-features` in Cargo.toml): without
+//! it nothing is negotiated, see `deflate_messages.rs`.
 
 #![allow(
     clippy::result_large_err,

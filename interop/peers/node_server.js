@@ -1,5 +1,5 @@
 'use strict';
-// Node `ws` server peer for tokio-lockgate/tests/interop.rs.
+// Node `ws` server peer for interop/tests/interop.rs.
 //
 // Serves exactly one WebSocket connection on 127.0.0.1 (port chosen by the
 // OS), then exits (0 on success, 1 on error). It talks to the test through

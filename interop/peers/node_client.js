@@ -1,5 +1,5 @@
 'use strict';
-// Node `ws` client peer for tokio-lockgate/tests/interop.rs.
+// Node `ws` client peer for interop/tests/interop.rs.
 //
 //   node node_client.js URL SCENARIO [ARGS...]
 //

@@ -1,4 +1,4 @@
-"""Python `websockets` client peer for tokio-lockgate/tests/interop.rs.
+"""Python `websockets` client peer for interop/tests/interop.rs.
 
     python_client.py URL SCENARIO [ARGS...]
 

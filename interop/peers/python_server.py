@@ -1,4 +1,4 @@
-"""Python `websockets` server peer for tokio-lockgate/tests/interop.rs.
+"""Python `websockets` server peer for interop/tests/interop.rs.
 
 Serves exactly one WebSocket connection on 127.0.0.1 (port chosen by the OS),
 then exits (0 on success, 1 on error). It talks to the test through stdout,

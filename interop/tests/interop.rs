@@ -1,15 +1,20 @@
 //! Interop with WebSocket implementations we did not write: Python's
-//! `websockets` and Node's `ws`, pinned in `tests/interop/requirements.txt`
-//! and `tests/interop/package-lock.json`, installed by
-//! `bash scripts/install-interop-peers.sh` into `tests/interop/.venv` and
-//! `tests/interop/node_modules`.
+//! `websockets` and Node's `ws`, pinned in `interop/peers/requirements.txt`
+//! and `interop/peers/package-lock.json`, installed by
+//! `bash scripts/install-interop-peers.sh` into `interop/peers/.venv` and
+//! `interop/peers/node_modules`.
+//!
+//! This file is the `lockgate-interop` package's only test, outside the
+//! workspace's default members so that a plain `cargo test` does not need
+//! Python or Node; `scripts/test.sh` installs the peers and then runs
+//! `cargo test -p lockgate-interop`.
 //!
 //! Both directions, for each peer:
 //!
 //! - `client_*`: our client (`connect_async`) against the peer's server
-//!   (`tests/interop/{python_server.py,node_server.js}`), which binds port 0
+//!   (`peers/{python_server.py,node_server.js}`), which binds port 0
 //!   and prints its port as its first stdout line.
-//! - `server_*`: the peer's client (`tests/interop/{python_client.py,
+//! - `server_*`: the peer's client (`peers/{python_client.py,
 //!   node_client.js}`) against our server (`accept_async_with_config`), run
 //!   in-process on 127.0.0.1 port 0.
 //!
@@ -150,14 +155,14 @@ mod peers {
     /// A WebSocket implementation we did not write.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub(crate) enum Peer {
-        /// Python `websockets` (tests/interop/requirements.txt).
+        /// Python `websockets` (peers/requirements.txt).
         Python,
-        /// Node `ws` (tests/interop/package.json).
+        /// Node `ws` (peers/package.json).
         Node,
     }
 
     fn interop_dir() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers")
     }
 
     /// Fails the test: a missing peer is never a silent skip.
