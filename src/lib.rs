@@ -31,6 +31,9 @@ mod connect;
 pub mod deflate;
 mod error;
 pub mod frame;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzz_api;
 pub mod handshake;
 mod message;
 mod proto;

@@ -1,0 +1,596 @@
+//! Writes the seed corpus, `fuzz/corpus/<target>/<name>`, from lockgate's
+//! own encoders and handshakes and the knob layouts of `lockgate_fuzz`.
+//!
+//! ```text
+//! cd fuzz && cargo run --example gen_corpus            # (re)write the seeds
+//! cd fuzz && cargo run --example gen_corpus -- --check # fail if they differ
+//! ```
+//!
+//! Every seed is deterministic (fixed masks and keys), so the committed
+//! corpus only changes when this file or lockgate's encoders do.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use lockgate::frame::{FrameHeader, OpCode};
+use lockgate::handshake::{ClientHandshake, NoCallback, ServerHandshake};
+use lockgate::{Config, Message, Role, WebSocketContext, http};
+use lockgate_fuzz::{
+    ContextKnobs, Shape, deflate_params, encode_frame, handshake_deflate, take_frames,
+};
+
+const MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
+const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+
+/// Seeds by target, then by file name.
+type Corpus = BTreeMap<&'static str, BTreeMap<String, Vec<u8>>>;
+
+fn add(corpus: &mut Corpus, target: &'static str, name: impl Into<String>, bytes: Vec<u8>) {
+    corpus.entry(target).or_default().insert(name.into(), bytes);
+}
+
+/// A frame as the receiving `role` expects it: masked when sent by a
+/// client (received by a server).
+fn frame(receiver: Role, opcode: OpCode, fin: bool, payload: &[u8]) -> Vec<u8> {
+    let mask = (receiver == Role::Server).then_some(MASK);
+    encode_frame(opcode, fin, false, mask, payload)
+}
+
+/// Frame streams every context should read without error.
+fn plain_streams(receiver: Role) -> Vec<(&'static str, Vec<u8>)> {
+    let f = |opcode, fin, payload: &[u8]| frame(receiver, opcode, fin, payload);
+    let close = [&1000u16.to_be_bytes()[..], b"bye"].concat();
+    vec![
+        ("text", f(OpCode::Text, true, b"Hello")),
+        ("binary_300", f(OpCode::Binary, true, &[0xab; 300])),
+        (
+            "ping_pong",
+            [f(OpCode::Ping, true, b"p1"), f(OpCode::Pong, true, b"")].concat(),
+        ),
+        ("close", f(OpCode::Close, true, &close)),
+        (
+            "fragmented_text_with_ping",
+            [
+                f(OpCode::Text, false, "h\u{e9}l".as_bytes()),
+                f(OpCode::Ping, true, b"mid"),
+                f(OpCode::Continuation, false, b""),
+                f(OpCode::Continuation, true, "lo \u{1f600}".as_bytes()),
+            ]
+            .concat(),
+        ),
+        (
+            "messages_then_close",
+            [
+                f(OpCode::Binary, true, b""),
+                f(OpCode::Text, true, &[b'a'; 130]),
+                f(OpCode::Close, true, &[]),
+                f(OpCode::Text, true, b"after close"),
+            ]
+            .concat(),
+        ),
+    ]
+}
+
+/// A fragmented message of many 300-byte frames: the body holds the first
+/// frame, one continuation (repeated by the shape) and the last frame.
+fn many_fragments(receiver: Role) -> (Shape, Vec<u8>) {
+    let first = frame(receiver, OpCode::Binary, false, &[1; 300]);
+    let middle = frame(receiver, OpCode::Continuation, false, &[2; 300]);
+    let last = frame(receiver, OpCode::Continuation, true, &[3; 300]);
+    let from = first.len() as u16;
+    let shape = Shape {
+        chunk_a: 0,
+        chunk_b: 0,
+        repeat: 199,
+        from,
+        to: from + middle.len() as u16,
+    };
+    (shape, [first, middle, last].concat())
+}
+
+fn context_seed(ck: ContextKnobs, shape: Shape, body: &[u8]) -> Vec<u8> {
+    [&ck.encode()[..], &shape.encode(), body].concat()
+}
+
+/// `messages` written by a server context with permessage-deflate, as
+/// frames, the payloads still compressed.
+fn compressed(params_knob: u8, messages: &[Message]) -> Vec<(FrameHeader, Vec<u8>)> {
+    let config = Config::default();
+    let mut writer =
+        WebSocketContext::with_deflate(Role::Server, config, Some(deflate_params(params_knob)));
+    let mut wire = Vec::new();
+    for msg in messages {
+        writer.write(msg.clone()).expect("write");
+    }
+    while writer.output_len() > 0 {
+        wire.extend_from_slice(writer.output_chunk());
+        writer.advance_output(writer.output_chunk().len());
+    }
+    take_frames(&mut wire)
+}
+
+/// `frames` re-encoded for `receiver`, each payload split into `pieces`
+/// frames (RSV1 on the first only).
+fn reframe(receiver: Role, frames: &[(FrameHeader, Vec<u8>)], pieces: usize) -> Vec<u8> {
+    let mask = (receiver == Role::Server).then_some(MASK);
+    let mut out = Vec::new();
+    for (header, payload) in frames {
+        let size = payload.len().div_ceil(pieces).max(1);
+        let parts: Vec<&[u8]> = if payload.is_empty() {
+            vec![&[][..]]
+        } else {
+            payload.chunks(size).collect()
+        };
+        for (i, part) in parts.iter().enumerate() {
+            let opcode = if i == 0 {
+                header.opcode
+            } else {
+                OpCode::Continuation
+            };
+            let fin = i + 1 == parts.len();
+            out.extend(encode_frame(opcode, fin, header.rsv1 && i == 0, mask, part));
+        }
+    }
+    out
+}
+
+fn json_like(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("{{\"id\":{i},\"name\":\"item {i}\",\"ok\":true}}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn contexts(corpus: &mut Corpus) {
+    for (role, plain, deflate) in [
+        (Role::Server, "context_server", "context_deflate_server"),
+        (Role::Client, "context_client", "context_deflate_client"),
+    ] {
+        let ck = ContextKnobs::default();
+        for (name, body) in plain_streams(role) {
+            for target in [plain, deflate] {
+                add(
+                    corpus,
+                    target,
+                    name,
+                    context_seed(ck, Shape::default(), &body),
+                );
+            }
+        }
+        let body: Vec<u8> = plain_streams(role)
+            .into_iter()
+            .flat_map(|(_, b)| b)
+            .collect();
+        let one_byte = Shape {
+            chunk_a: 1,
+            ..Shape::default()
+        };
+        let spare = ContextKnobs {
+            config: 0x80,
+            deflate: 0,
+        };
+        add(
+            corpus,
+            plain,
+            "all_one_byte_reads_spare",
+            context_seed(spare, one_byte, &body),
+        );
+        let (shape, body) = many_fragments(role);
+        let frame_reads = Shape {
+            chunk_a: 0x7f + 1,
+            chunk_b: 0,
+            ..shape
+        };
+        add(
+            corpus,
+            plain,
+            "many_fragments",
+            context_seed(ck, shape, &body),
+        );
+        // Each read a little more than one frame, through input_spare with
+        // a 64 KiB read buffer.
+        let big_reads = ContextKnobs {
+            config: 0xC0,
+            deflate: 0,
+        };
+        add(
+            corpus,
+            plain,
+            "many_fragments_spare_64k",
+            context_seed(big_reads, frame_reads, &body),
+        );
+        add(
+            corpus,
+            plain,
+            "bad_utf8",
+            context_seed(
+                ck,
+                Shape::default(),
+                &frame(role, OpCode::Text, true, b"\xff\xfe"),
+            ),
+        );
+
+        let json = json_like(200);
+        for (knob, name) in [(0x77, "w15"), (0xFF, "w15_nct"), (0x11, "w9")] {
+            let ck = ContextKnobs {
+                config: 0,
+                deflate: knob,
+            };
+            let frames = compressed(
+                knob,
+                &[
+                    Message::text(json.clone()),
+                    Message::text(json.clone()),
+                    Message::binary(vec![7; 5000]),
+                    Message::Ping(b"x".to_vec().into()),
+                ],
+            );
+            add(
+                corpus,
+                deflate,
+                format!("compressed_{name}"),
+                context_seed(ck, Shape::default(), &reframe(role, &frames, 1)),
+            );
+            add(
+                corpus,
+                deflate,
+                format!("compressed_fragmented_{name}"),
+                context_seed(
+                    ck,
+                    Shape {
+                        chunk_a: 7,
+                        chunk_b: 200,
+                        ..Shape::default()
+                    },
+                    &reframe(role, &frames, 5),
+                ),
+            );
+        }
+    }
+}
+
+fn inflater(corpus: &mut Corpus) {
+    let json = json_like(100);
+    for (knob, name) in [(0x77, "w15"), (0xFF, "w15_nct"), (0x11, "w9")] {
+        let frames = compressed(
+            knob,
+            &[Message::text(json.clone()), Message::text(json.clone())],
+        );
+        for (i, (_, payload)) in frames.iter().enumerate() {
+            // params, local (level 1, role server), max 64 KiB, every frame final.
+            let knobs = [knob, 0x01, 0, 0];
+            add(
+                corpus,
+                "inflater",
+                format!("{name}_message{i}"),
+                [&knobs[..], &Shape::default().encode(), payload].concat(),
+            );
+            let split = Shape {
+                chunk_a: 16,
+                ..Shape::default()
+            };
+            let knobs = [knob, 0x01, 0, 0xFE];
+            add(
+                corpus,
+                "inflater",
+                format!("{name}_message{i}_in_frames"),
+                [&knobs[..], &split.encode(), payload].concat(),
+            );
+        }
+    }
+    add(
+        corpus,
+        "inflater",
+        "stored_block",
+        [
+            &[0x77, 0x80, 1, 0][..],
+            &Shape::default().encode(),
+            &[0x01, 0x03, 0x00, 0xfc, 0xff, b'a', b'b', b'c'],
+        ]
+        .concat(),
+    );
+}
+
+fn request(deflate: u8, local: u8, extra: &[(&str, &str)]) -> Vec<u8> {
+    let mut builder =
+        http::Request::get("ws://example.com/chat?x=1").header("sec-websocket-key", KEY);
+    for (name, value) in extra {
+        builder = builder.header(*name, *value);
+    }
+    let request = builder.body(()).expect("request");
+    ClientHandshake::with_deflate(request, handshake_deflate(deflate, local))
+        .expect("handshake")
+        .request_bytes()
+        .to_vec()
+}
+
+fn handshakes(corpus: &mut Corpus) {
+    let first_frame = frame(Role::Server, OpCode::Text, true, b"early");
+    for (deflate, name) in [
+        (0u8, "plain"),
+        (0xFF, "deflate"),
+        (0x0B, "deflate_small_windows"),
+    ] {
+        let req = request(
+            deflate,
+            0,
+            &[
+                ("sec-websocket-protocol", "chat, superchat"),
+                ("origin", "http://example.com"),
+            ],
+        );
+        for (shape, suffix) in [
+            (Shape::default(), ""),
+            (
+                Shape {
+                    chunk_a: 1,
+                    ..Shape::default()
+                },
+                "_byte_reads",
+            ),
+        ] {
+            let body = [&req[..], &first_frame].concat();
+            add(
+                corpus,
+                "handshake_server",
+                format!("{name}{suffix}"),
+                [&[deflate, 0][..], &shape.encode(), &body].concat(),
+            );
+        }
+
+        let mut server = ServerHandshake::with_deflate(NoCallback, handshake_deflate(deflate, 0));
+        let done = server
+            .receive(&req)
+            .expect("valid request")
+            .expect("complete");
+        let reply = [
+            &done.response_bytes[..],
+            &frame(Role::Client, OpCode::Text, true, b"hi"),
+        ]
+        .concat();
+        add(
+            corpus,
+            "handshake_client",
+            name,
+            [&[deflate, 0][..], &Shape::default().encode(), &reply].concat(),
+        );
+        let split = Shape {
+            chunk_a: 5,
+            chunk_b: 64,
+            ..Shape::default()
+        };
+        add(
+            corpus,
+            "handshake_client",
+            format!("{name}_split"),
+            [&[deflate, 0][..], &split.encode(), &reply].concat(),
+        );
+    }
+    let refusal = b"HTTP/1.1 403 Forbidden\r\ncontent-length: 4\r\n\r\nnope";
+    add(
+        corpus,
+        "handshake_client",
+        "refused",
+        [&[0, 0][..], &Shape::default().encode(), refusal].concat(),
+    );
+    // A long header line repeated towards the head limit.
+    let req = request(0, 0, &[]);
+    let line = b"x-filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
+    let from = (req.len() - 2) as u16;
+    let body = [&req[..req.len() - 2], &line[..], b"\r\n"].concat();
+    let shape = Shape {
+        chunk_a: 0x80 + 8,
+        chunk_b: 0,
+        repeat: 98,
+        from,
+        to: from + line.len() as u16,
+    };
+    add(
+        corpus,
+        "handshake_server",
+        "many_headers",
+        [&[0, 0][..], &shape.encode(), &body].concat(),
+    );
+}
+
+fn extension_params(corpus: &mut Corpus) {
+    let seeds: [(&str, u8, u8, &str); 6] = [
+        ("bare", 0x77, 0x77, "permessage-deflate"),
+        (
+            "client_max_window_bits",
+            0x77,
+            0x77,
+            "permessage-deflate; client_max_window_bits",
+        ),
+        (
+            "all_params",
+            0x77,
+            0xFF,
+            "permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=10; client_max_window_bits=\"12\"",
+        ),
+        (
+            "several_offers",
+            0x33,
+            0x77,
+            "x-webkit-deflate-frame, permessage-deflate; server_max_window_bits=8,\npermessage-deflate; client_max_window_bits=9",
+        ),
+        (
+            "answer_windows",
+            0x77,
+            0x55,
+            "permessage-deflate; server_max_window_bits=13; client_max_window_bits=13",
+        ),
+        (
+            "quoted_and_spaces",
+            0x77,
+            0x77,
+            "  permessage-deflate ;server_max_window_bits = \"15\" , foo; bar=\"a,b\"",
+        ),
+    ];
+    for (name, server, client, value) in seeds {
+        add(
+            corpus,
+            "extension_params",
+            name,
+            [&[server, client][..], value.as_bytes()].concat(),
+        );
+    }
+}
+
+fn roundtrip(corpus: &mut Corpus) {
+    let records = |items: &[(u8, &[u8])]| -> Vec<u8> {
+        items
+            .iter()
+            .flat_map(|(kind, data)| [&[*kind, data.len() as u8][..], data].concat())
+            .collect()
+    };
+    let small = records(&[
+        (0, b"hello"),
+        (1, &[0, 1, 2, 255]),
+        (2, b"ping"),
+        (3, b"pong"),
+        (0, b""),
+    ]);
+    let large = records(&[
+        (0x0C, b"{\"k\":\"v\"},"),
+        (0x0D, &[9; 40]),
+        (0x1C, b"uncompressed text "),
+        (0x08, "\u{e9}t\u{e9}".as_bytes()),
+    ]);
+    for (flags, name) in [
+        (0u8, "server"),
+        (1, "client"),
+        (2, "server_deflate"),
+        (3, "client_deflate"),
+        (0x0F, "client_deflate_batched"),
+    ] {
+        for (body, size) in [(&small, "small"), (&large, "large")] {
+            // flags, params 15/15, level 1 min 0, reads of 100 bytes, close 1000.
+            let knobs = [flags, 0x77, 0x01, 100, 0x01];
+            add(
+                corpus,
+                "roundtrip",
+                format!("{name}_{size}"),
+                [&knobs[..], body].concat(),
+            );
+        }
+    }
+}
+
+fn write_faults(corpus: &mut Corpus) {
+    // ops: write, send, read, flush (op & 3 = 0, 3, 2, 1; size in the top
+    // six bits); script: complete, partial, would block, interrupted.
+    let ops = [
+        0x04 << 2,
+        (0x10 << 2) | 3,
+        2,
+        1,
+        (0x3F << 2),
+        2,
+        (0x08 << 2) | 3,
+        1,
+    ];
+    let script = [0x00, 0x11 << 2 | 1, 2, 3, 0x05 << 2 | 1, 2, 0, 3, 1, 2, 0];
+    for (flags, sizes, name) in [
+        (0u8, 0x15, "server"),
+        (1, 0x15, "client"),
+        (3, 0x1A, "client_deflate_small_buffers"),
+        (2, 0x2B, "server_deflate_tiny_buffer"),
+    ] {
+        let knobs = [flags, 0x77, 0x01, sizes, 3];
+        let split = (ops.len() as u16).to_le_bytes();
+        add(
+            corpus,
+            "write_faults",
+            name,
+            [&knobs[..], &split, &ops, &script].concat(),
+        );
+    }
+}
+
+fn frame_header(corpus: &mut Corpus) {
+    let mut n = 0;
+    for opcode in [
+        OpCode::Text,
+        OpCode::Binary,
+        OpCode::Continuation,
+        OpCode::Close,
+        OpCode::Ping,
+        OpCode::Pong,
+    ] {
+        for len in [0u64, 125, 126, 65535, 65536, 1 << 40] {
+            for mask in [None, Some(MASK)] {
+                let mut header = FrameHeader::new(opcode, len);
+                header.mask = mask;
+                header.fin = len.is_multiple_of(2);
+                header.rsv1 = opcode == OpCode::Text;
+                let mut out = [0; 14];
+                let used = header.encode(&mut out);
+                add(
+                    corpus,
+                    "frame_header",
+                    format!("header{n:02}"),
+                    out[..used].to_vec(),
+                );
+                n += 1;
+            }
+        }
+    }
+    // Non-shortest lengths, a reserved opcode, a 64-bit length with the top bit set.
+    add(
+        corpus,
+        "frame_header",
+        "long_form_short_len",
+        vec![0x82, 0x7E, 0x00, 0x05],
+    );
+    add(corpus, "frame_header", "reserved_opcode", vec![0x83, 0x00]);
+    add(
+        corpus,
+        "frame_header",
+        "top_bit_length",
+        vec![0x82, 0x7F, 0x80, 0, 0, 0, 0, 0, 0, 1],
+    );
+}
+
+fn main() {
+    let check = std::env::args().any(|a| a == "--check");
+    let mut corpus = Corpus::new();
+    frame_header(&mut corpus);
+    contexts(&mut corpus);
+    inflater(&mut corpus);
+    handshakes(&mut corpus);
+    extension_params(&mut corpus);
+    roundtrip(&mut corpus);
+    write_faults(&mut corpus);
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let mut stale = Vec::<PathBuf>::new();
+    for (target, seeds) in &corpus {
+        let dir = root.join(target);
+        std::fs::create_dir_all(&dir).expect("create corpus dir");
+        for (name, bytes) in seeds {
+            let path = dir.join(name);
+            if std::fs::read(&path).ok().as_deref() == Some(&bytes[..]) {
+                continue;
+            }
+            if check {
+                stale.push(path);
+            } else {
+                std::fs::write(&path, bytes).expect("write seed");
+            }
+        }
+    }
+    if !stale.is_empty() {
+        eprintln!("seeds differ from gen_corpus (run `cargo run --example gen_corpus`):");
+        for path in stale {
+            eprintln!("  {}", path.display());
+        }
+        std::process::exit(1);
+    }
+    let total: usize = corpus.values().map(BTreeMap::len).sum();
+    println!(
+        "{total} seeds for {} targets in {}",
+        corpus.len(),
+        root.display()
+    );
+}

@@ -1,0 +1,76 @@
+//! `FrameHeader::parse` on arbitrary bytes.
+//!
+//! Invariants: the result depends only on the bytes the header occupies
+//! (every shorter prefix is `Partial`, the header alone parses the same);
+//! `Partial` only when the input is shorter than the header it starts;
+//! errors only for a reserved opcode or a 64-bit length with its top bit
+//! set; `encode` gives bytes that parse back to the same header, and the
+//! same bytes as the input when the input used the shortest length form.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use lockgate::ProtocolError;
+use lockgate::frame::{FrameHeader, HeaderParse, MAX_HEADER_LEN, OpCode};
+
+/// The header length the first two bytes announce.
+fn needed(data: &[u8]) -> usize {
+    let extended = match data[1] & 0x7F {
+        126 => 2,
+        127 => 8,
+        _ => 0,
+    };
+    2 + extended + if data[1] & 0x80 != 0 { 4 } else { 0 }
+}
+
+fuzz_target!(|data: &[u8]| {
+    match FrameHeader::parse(data) {
+        Ok(HeaderParse::Partial) => {
+            assert!(data.len() < 2 || data.len() < needed(data));
+            if let Some(&first) = data.first() {
+                assert!(OpCode::from_u8(first & 0x0F).is_some());
+            }
+        }
+        Ok(HeaderParse::Complete(header, n)) => {
+            assert!(data.len() >= 2);
+            assert_eq!(n, needed(data));
+            assert!(n <= data.len() && n <= MAX_HEADER_LEN);
+            assert_eq!(
+                FrameHeader::parse(&data[..n]),
+                Ok(HeaderParse::Complete(header, n))
+            );
+            for k in 0..n {
+                assert_eq!(FrameHeader::parse(&data[..k]), Ok(HeaderParse::Partial));
+            }
+            assert!(header.payload_len >> 63 == 0);
+            assert_eq!(header.opcode.as_u8(), data[0] & 0x0F);
+
+            let mut encoded = [0; MAX_HEADER_LEN];
+            let m = header.encode(&mut encoded);
+            assert_eq!(m, header.encoded_len());
+            assert_eq!(
+                FrameHeader::parse(&encoded[..m]),
+                Ok(HeaderParse::Complete(header, m))
+            );
+            let shortest = match data[1] & 0x7F {
+                126 => header.payload_len >= 126,
+                127 => header.payload_len > 0xFFFF,
+                _ => true,
+            };
+            if shortest {
+                assert_eq!(&encoded[..m], &data[..n]);
+            } else {
+                assert!(m < n);
+            }
+        }
+        Err(ProtocolError::ReservedOpCode(op)) => {
+            assert_eq!(op, data[0] & 0x0F);
+            assert!(OpCode::from_u8(op).is_none());
+        }
+        Err(ProtocolError::InvalidPayloadLength) => {
+            assert!(OpCode::from_u8(data[0] & 0x0F).is_some());
+            assert!(data[1] & 0x7F == 127 && data[2] & 0x80 != 0);
+            assert!(data.len() >= needed(data));
+        }
+        Err(other) => panic!("unexpected error {other:?}"),
+    }
+});
