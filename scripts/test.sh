@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command (README "Testing"): formatting, lints, docs, every
 # test and doc test of both crates (with and without TLS, the core also
-# without its default features), the comparison benchmarks' lints, interop
+# without its default features), the comparison benchmarks' lints, every
+# fuzz target for a bounded time (about 3 minutes in all), interop
 # with Python `websockets` and Node `ws` (package lockgate-interop), and
 # Autobahn in both modes through both drivers. It installs what it needs on
 # a fresh machine: the Autobahn runner's venv (PyPI) and the interop peers
@@ -17,6 +18,7 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+(cd fuzz && cargo fmt -- --check)
 
 step "cargo clippy -D warnings (default features, TLS, no default features, bench-peers, interop)"
 cargo clippy --all-targets -- -D warnings
@@ -24,6 +26,10 @@ cargo clippy -p tokio-lockgate --all-targets --features rustls -- -D warnings
 cargo clippy -p lockgate --all-targets --no-default-features -- -D warnings
 cargo clippy -p bench-peers --all-targets -- -D warnings
 cargo clippy -p lockgate-interop --all-targets -- -D warnings
+# The fuzz crate (not a workspace member): once as a normal build, once
+# with the cfg that compiles the targets using lockgate::fuzz_api.
+(cd fuzz && cargo clippy --all-targets -- -D warnings)
+(cd fuzz && RUSTFLAGS="--cfg fuzzing" cargo clippy --all-targets -- -D warnings)
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
@@ -38,6 +44,10 @@ step "cargo test (unit, integration, doc tests)"
 cargo test -p lockgate
 cargo test -p tokio-lockgate
 cargo test -p tokio-lockgate --features rustls --test tls
+
+step "fuzz: seeds up to date, then every target for a bounded time (scripts/fuzz.sh)"
+(cd fuzz && cargo run --quiet --example gen_corpus -- --check)
+bash scripts/fuzz.sh
 
 step "install interop peers (Python websockets, Node ws)"
 bash scripts/install-interop-peers.sh
