@@ -6,32 +6,17 @@
 //! at random byte offsets, text inside multi-byte characters included, with
 //! pings between the fragments, reassemble to the original.
 
+#[path = "support/properties.rs"]
+mod properties;
 mod support;
 
 use lockgate::deflate::DeflateParams;
 use lockgate::frame::OpCode;
 use lockgate::{Config, Message, Role, WebSocketContext};
+use properties::proptest_config;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::FileFailurePersistence;
 use support::{frame, parse_frames};
-
-/// 64 cases unless `PROPTEST_CASES` asks for another number. A failing
-/// case is saved next to this file (`*.proptest-regressions`) and tried
-/// first on later runs.
-fn proptest_config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-            "proptest-regressions",
-        ))),
-        ..ProptestConfig::default()
-    }
-}
 
 fn role() -> impl Strategy<Value = Role> {
     prop_oneof![Just(Role::Client), Just(Role::Server)]

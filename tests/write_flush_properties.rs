@@ -14,32 +14,17 @@
 //!
 //! No pings are read, so no pong may be flushed implicitly.
 
+#[path = "support/properties.rs"]
+mod properties;
 mod support;
 
 use std::fmt;
 
 use lockgate::frame::{OpCode, encoded_header_len};
 use lockgate::{CapacityError, Config, Error, Message, ProtocolError, Role, WebSocket};
+use properties::proptest_config;
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 use support::{FlushStep, MockStream, WriteStep, parse_frames};
-
-/// 64 cases unless `PROPTEST_CASES` asks for another number. A failing
-/// case is saved next to this file (`*.proptest-regressions`) and tried
-/// first on later runs.
-fn proptest_config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-            "proptest-regressions",
-        ))),
-        ..ProptestConfig::default()
-    }
-}
 
 /// More calls than any case can need: each failed call uses up at least
 /// one step of the fault script, after which the stream takes everything.
