@@ -12,15 +12,10 @@
 use libfuzzer_sys::fuzz_target;
 use lockgate::handshake::ClientHandshake;
 use lockgate::{Error, HandshakeError, http};
-use lockgate_fuzz::{HeapWatch, Knobs, Shape, handshake_deflate, handshake_heap_bound, head_end};
+use lockgate_fuzz::{HeapWatch, handshake_heap_bound, handshake_input, head_end};
 
 fuzz_target!(|data: &[u8]| {
-    let (mut knobs, body) = Knobs::split(data, 9);
-    let deflate = knobs.byte();
-    let local = knobs.byte();
-    let shape = Shape::read(&mut knobs);
-    let stream = shape.expand(body);
-    let config = handshake_deflate(deflate, local);
+    let (shape, stream, config) = handshake_input(data);
     let request = http::Request::get("ws://example.com/chat")
         .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
         .body(())

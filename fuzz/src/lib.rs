@@ -631,6 +631,18 @@ pub fn handshake_deflate(deflate: u8, local: u8) -> Option<DeflateConfig> {
     })
 }
 
+/// What a handshake target reads from its input: how the stream is cut
+/// into reads, the stream itself, and the deflate configuration (knob
+/// bytes 0 and 1, see [`handshake_deflate`]; 9 knob bytes in all).
+pub fn handshake_input(data: &[u8]) -> (Shape, Vec<u8>, Option<DeflateConfig>) {
+    let (mut knobs, body) = Knobs::split(data, 9);
+    let deflate = knobs.byte();
+    let local = knobs.byte();
+    let shape = Shape::read(&mut knobs);
+    let stream = shape.expand(body);
+    (shape, stream, handshake_deflate(deflate, local))
+}
+
 /// Where an HTTP head ends in `stream`: just past the LF of the first
 /// empty line (LF or CR LF) that follows a non-empty line; empty lines
 /// before the start line are skipped (RFC 9112 section 2.2). An
