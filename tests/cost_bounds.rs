@@ -14,7 +14,7 @@ use lockgate::frame::OpCode;
 use lockgate::{
     CapacityError, CloseCode, Config, Error, Message, Role, WebSocket, WebSocketContext,
 };
-use support::{CountingAlloc, HeapUse, MockStream, ReadStep, frame, parse_frames};
+use support::{CountingAlloc, HeapUse, MockStream, ReadStep, frame, parse_frames, take_output};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -349,19 +349,6 @@ fn inflation_time_is_linear_whatever_the_framing() {
     assert!(peak <= 3 * MIB + 2 * READ + 64 * KIB, "peak {peak} B");
 }
 
-/// What a server queued to send, as frames.
-fn sent(ctx: &mut WebSocketContext) -> Vec<support::WireFrame> {
-    ctx.prepare_output();
-    let mut wire = Vec::new();
-    while ctx.output_len() > 0 {
-        let chunk = ctx.output_chunk();
-        wire.extend_from_slice(chunk);
-        let n = chunk.len();
-        ctx.advance_output(n);
-    }
-    parse_frames(&wire)
-}
-
 #[test]
 fn a_message_in_too_many_frames_fails_with_1008() {
     let _serial = one_at_a_time();
@@ -402,7 +389,7 @@ fn a_message_in_too_many_frames_fails_with_1008() {
             "{max}: {error:?}"
         );
         assert_eq!(error.close_code(), Some(CloseCode::Policy));
-        let frames = sent(&mut ctx);
+        let frames = parse_frames(&take_output(&mut ctx));
         assert_eq!(frames.len(), 1);
         assert_eq!(frames[0].close_code(), Some(1008));
     }
@@ -475,12 +462,7 @@ fn compressed_writes_never_take_the_out_buffer_past_its_maximum() {
         }
         // Everything accepted decodes, in order, with context takeover
         // intact across messages sent as stored blocks.
-        server.prepare_output();
-        while server.output_len() > 0 {
-            let chunk = server.output_chunk().to_vec();
-            client.feed(&chunk);
-            server.advance_output(chunk.len());
-        }
+        client.feed(&take_output(&mut server));
         for msg in &accepted {
             assert_eq!(client.next_message().unwrap().as_ref(), Some(msg));
         }

@@ -12,7 +12,9 @@ use lockgate::{
     Bytes, CapacityError, CloseCode, CloseFrame, Config, DEFAULT_MAX_FRAME_SIZE, Error, Message,
     ProtocolError, Role, WebSocket, WebSocketContext,
 };
-use support::{MockStream, WireFrame, client_frame, frame, parse_frames, server_frame};
+use support::{
+    MockStream, WireFrame, client_frame, frame, parse_frames, server_frame, take_output,
+};
 
 const MASK: [u8; 4] = [0x12, 0x34, 0x56, 0x78];
 
@@ -77,20 +79,6 @@ fn close_payload(code: u16, reason: &[u8]) -> Vec<u8> {
     let mut payload = code.to_be_bytes().to_vec();
     payload.extend_from_slice(reason);
     payload
-}
-
-/// Writes the context's pending output out, as a driver would.
-fn take_output(ctx: &mut WebSocketContext) -> Vec<u8> {
-    ctx.prepare_output();
-    let mut out = Vec::new();
-    while ctx.output_len() > 0 {
-        let chunk = ctx.output_chunk();
-        out.extend_from_slice(chunk);
-        let n = chunk.len();
-        ctx.advance_output(n);
-    }
-    ctx.on_flushed();
-    out
 }
 
 /// Checks that `frames` is exactly one close frame with `code`, masked iff

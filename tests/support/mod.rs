@@ -16,7 +16,7 @@ use std::io::{self, IoSlice, Read, Write};
 use std::rc::Rc;
 
 use lockgate::frame::{FrameHeader, HeaderParse, MAX_HEADER_LEN, OpCode, apply_mask};
-use lockgate::{Config, Role, WebSocket};
+use lockgate::{Config, Role, WebSocket, WebSocketContext};
 
 /// What the mock does on one `read` call.
 #[derive(Debug, Clone)]
@@ -304,4 +304,19 @@ pub fn parse_frames(mut wire: &[u8]) -> Vec<WireFrame> {
         wire = &wire[end..];
     }
     frames
+}
+
+/// Writes the context's pending output out and flushes, as a driver
+/// would, returning the bytes.
+pub fn take_output(ctx: &mut WebSocketContext) -> Vec<u8> {
+    ctx.prepare_output();
+    let mut out = Vec::new();
+    while ctx.output_len() > 0 {
+        let chunk = ctx.output_chunk();
+        out.extend_from_slice(chunk);
+        let n = chunk.len();
+        ctx.advance_output(n);
+    }
+    ctx.on_flushed();
+    out
 }
