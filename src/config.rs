@@ -35,6 +35,9 @@ pub struct Config {
     pub(crate) max_fragments: Option<usize>,
     pub(crate) accept_unmasked_frames: bool,
     pub(crate) handshake_timeout: Option<Duration>,
+    pub(crate) ping_interval: Option<Duration>,
+    pub(crate) ping_timeout: Option<Duration>,
+    pub(crate) close_timeout: Option<Duration>,
     pub(crate) deflate: Option<DeflateConfig>,
 }
 
@@ -54,6 +57,15 @@ pub const DEFAULT_MAX_FRAGMENTS: usize = 1 << 17;
 /// 30 s: how long an opening handshake may take by default.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// 20 s: how long a connection may be silent before a keepalive ping.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(20);
+
+/// 20 s: how long after a keepalive ping a silent peer is given up.
+pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// 10 s: how long the peer may take to answer our close frame.
+pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Default for Config {
     fn default() -> Self {
         Self {
@@ -65,6 +77,9 @@ impl Default for Config {
             max_fragments: Some(DEFAULT_MAX_FRAGMENTS),
             accept_unmasked_frames: false,
             handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
+            ping_interval: Some(DEFAULT_PING_INTERVAL),
+            ping_timeout: Some(DEFAULT_PING_TIMEOUT),
+            close_timeout: Some(DEFAULT_CLOSE_TIMEOUT),
             deflate: None,
         }
     }
@@ -151,12 +166,52 @@ impl Config {
     /// peer cannot hold a connection slot forever. Default 30 s
     /// ([`DEFAULT_HANDSHAKE_TIMEOUT`]); `None` waits forever.
     ///
-    /// Enforced by [`connect`](crate::connect) (as TCP read/write timeouts
-    /// during the handshake) and by the tokio adapter. The generic
-    /// [`accept`](crate::accept) and [`client`](crate::client) cannot time
-    /// out a stream they know nothing about: set a timeout on the stream.
+    /// Both roles enforce it: the handshake fails with
+    /// [`Error::Timeout`](crate::Error::Timeout)`(`[`TimeoutKind::Handshake`](crate::TimeoutKind::Handshake)`)`.
+    /// The tokio adapter does so on any stream; the blocking entry points on
+    /// a `TcpStream` (as socket timeouts), and on other streams when a read
+    /// returns after the deadline.
     pub fn handshake_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Keepalive: after this long without receiving anything, send a ping.
+    /// Default 20 s ([`DEFAULT_PING_INTERVAL`]); `None` never pings.
+    ///
+    /// A peer that vanished without closing (NAT state dropped, cable
+    /// pulled, host powered off) sends no FIN, so without a ping the
+    /// connection waits forever. Each ping costs a few bytes on an idle
+    /// connection; shorter intervals find dead peers sooner and keep NAT
+    /// mappings alive, at the price of more wake-ups per idle connection.
+    /// The ping is housekeeping: it is flushed on its own, like a pong. Its
+    /// pong is returned by `read` like any other.
+    pub fn ping_interval(mut self, interval: Option<Duration>) -> Self {
+        self.ping_interval = interval;
+        self
+    }
+
+    /// Keepalive: if nothing at all arrives this long after a keepalive
+    /// ping, the connection fails with
+    /// [`Error::Timeout`](crate::Error::Timeout)`(`[`TimeoutKind::Keepalive`](crate::TimeoutKind::Keepalive)`)`
+    /// and a close frame with 1011 is sent if the stream takes it. Default
+    /// 20 s ([`DEFAULT_PING_TIMEOUT`]); `None` pings but never gives up.
+    ///
+    /// Any bytes from the peer count, not only the pong: a peer busy
+    /// sending a large message is alive. Too short a timeout drops peers
+    /// on slow or congested links; too long holds dead connections.
+    pub fn ping_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.ping_timeout = timeout;
+        self
+    }
+
+    /// How long the peer may take to finish the closing handshake after we
+    /// sent our close frame; then reading fails with
+    /// [`Error::Timeout`](crate::Error::Timeout)`(`[`TimeoutKind::Close`](crate::TimeoutKind::Close)`)`
+    /// and the connection can be dropped. Default 10 s
+    /// ([`DEFAULT_CLOSE_TIMEOUT`]); `None` waits as long as the peer does.
+    pub fn close_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.close_timeout = timeout;
         self
     }
 
@@ -176,6 +231,21 @@ impl Config {
     /// See [`Config::handshake_timeout`].
     pub fn get_handshake_timeout(&self) -> Option<Duration> {
         self.handshake_timeout
+    }
+
+    /// See [`Config::ping_interval`].
+    pub fn get_ping_interval(&self) -> Option<Duration> {
+        self.ping_interval
+    }
+
+    /// See [`Config::ping_timeout`].
+    pub fn get_ping_timeout(&self) -> Option<Duration> {
+        self.ping_timeout
+    }
+
+    /// See [`Config::close_timeout`].
+    pub fn get_close_timeout(&self) -> Option<Duration> {
+        self.close_timeout
     }
 
     /// See [`Config::read_buffer_size`].

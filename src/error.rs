@@ -41,6 +41,38 @@ pub enum Error {
     /// The opening handshake failed.
     #[error("handshake failed: {0}")]
     Handshake(#[from] HandshakeError),
+    /// A deadline from [`Config`](crate::Config) passed: the connection is
+    /// over (for [`TimeoutKind::Keepalive`], a close frame with 1011 was
+    /// queued and sent if the stream took it).
+    #[error("timed out: {0}")]
+    Timeout(TimeoutKind),
+}
+
+/// Which deadline passed (see [`Error::Timeout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimeoutKind {
+    /// The opening handshake did not complete within
+    /// [`Config::handshake_timeout`](crate::Config::handshake_timeout).
+    Handshake,
+    /// Nothing arrived within
+    /// [`Config::ping_timeout`](crate::Config::ping_timeout) of a keepalive
+    /// ping: the peer or the path to it is gone.
+    Keepalive,
+    /// The peer did not finish the closing handshake within
+    /// [`Config::close_timeout`](crate::Config::close_timeout) of our close
+    /// frame.
+    Close,
+}
+
+impl std::fmt::Display for TimeoutKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimeoutKind::Handshake => "the opening handshake did not complete in time",
+            TimeoutKind::Keepalive => "the peer did not answer a keepalive ping in time",
+            TimeoutKind::Close => "the peer did not finish the closing handshake in time",
+        })
+    }
 }
 
 impl Error {
@@ -56,6 +88,7 @@ impl Error {
         match self {
             Error::Protocol(e) => e.close_code(),
             Error::Capacity(e) => Some(e.close_code()),
+            Error::Timeout(TimeoutKind::Keepalive) => Some(CloseCode::Error),
             _ => None,
         }
     }

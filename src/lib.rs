@@ -42,14 +42,15 @@ mod websocket;
 
 pub use bytes::Bytes;
 pub use config::{
-    Config, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAGMENTS, DEFAULT_MAX_FRAME_SIZE,
-    DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE, Role,
+    Config, DEFAULT_CLOSE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAGMENTS,
+    DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE,
+    DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Role,
 };
 pub use connect::{
     accept, accept_hdr, accept_hdr_with_config, accept_with_config, client, client_with_config,
     connect, connect_with_config,
 };
-pub use error::{CapacityError, Error, HandshakeError, ProtocolError, Result};
+pub use error::{CapacityError, Error, HandshakeError, ProtocolError, Result, TimeoutKind};
 pub use frame::CloseCode;
 pub use http;
 pub use message::{CloseFrame, Message};

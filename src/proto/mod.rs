@@ -5,6 +5,8 @@ mod assembler;
 mod close_payload;
 mod compression;
 mod context;
+mod receive;
+mod send;
 mod state;
 mod utf8_stream;
 

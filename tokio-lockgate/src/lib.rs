@@ -52,7 +52,7 @@ pub use connect::{
 };
 pub use lockgate::{
     Bytes, CloseCode, CloseFrame, Config, Error, HandshakeError, Message, ProtocolError, Result,
-    Role, Utf8Bytes, WebSocketContext, deflate, handshake, http,
+    Role, TimeoutKind, Utf8Bytes, WebSocketContext, deflate, handshake, http,
 };
 pub use split::{WebSocketReadHalf, WebSocketWriteHalf};
 pub use stream::WebSocketStream;

@@ -1,0 +1,318 @@
+//! The receive direction of [`WebSocketContext`]: frames in, messages out.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::config::Role;
+use crate::error::{CapacityError, Error, ProtocolError, Result};
+use crate::frame::{FrameHeader, HeaderParse, OpCode};
+use crate::message::Message;
+use crate::proto::assembler::Fragments;
+use crate::proto::close_payload::parse_close;
+use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
+use crate::proto::state::State;
+use crate::proto::utf8_stream::Utf8Stream;
+use crate::utf8_bytes::Utf8Bytes;
+
+impl WebSocketContext {
+    // ----- outputs -----
+
+    /// Parses the next message from the received bytes; `Ok(None)` means
+    /// more bytes are needed (or, while closing, that the out buffer must be
+    /// drained first).
+    ///
+    /// Pings queue a pong and closes queue the reply; both are handed to
+    /// the caller too.
+    ///
+    /// # Errors
+    ///
+    /// A protocol or size violation fails the connection: the error is
+    /// returned once, a close frame with its
+    /// [`close_code`](Error::close_code) is queued, and later calls return
+    /// [`Error::AlreadyClosed`]. After a clean closing handshake and once
+    /// the out buffer is drained: [`Error::ConnectionClosed`] once, then
+    /// [`Error::AlreadyClosed`].
+    pub fn next_message(&mut self) -> Result<Option<Message>> {
+        match self.state {
+            State::Terminated => return Err(Error::AlreadyClosed),
+            State::ClosedByPeer | State::CloseAcknowledged => {
+                if self.pending_close.is_none() && self.codec.output.is_empty() && !self.flush_owed
+                {
+                    self.state = State::Terminated;
+                    return Err(Error::ConnectionClosed);
+                }
+                return Ok(None);
+            }
+            State::Active | State::ClosedByUs => {}
+        }
+        self.read_frames().map_err(|e| self.fail(e))
+    }
+
+    /// Whether the connection still expects bytes from the peer.
+    pub fn wants_input(&self) -> bool {
+        self.state.can_receive()
+    }
+
+    /// Whether the closing handshake has completed or the connection failed.
+    pub fn is_terminated(&self) -> bool {
+        self.state == State::Terminated
+    }
+
+    /// Fails the connection for `error`: queue the close frame its code
+    /// calls for (unless we already sent one) and stop reading.
+    fn fail(&mut self, error: Error) -> Error {
+        if let Some(code) = error.close_code() {
+            if self.state == State::Active {
+                self.pending_close = Some(Some(code));
+            }
+            self.pending_pong = None;
+            self.state = State::Terminated;
+        }
+        error
+    }
+
+    fn read_frames(&mut self) -> Result<Option<Message>> {
+        loop {
+            let header = match self.codec.input.current_header() {
+                Some(header) => header,
+                None => {
+                    let (header, header_len) = match self.codec.input.peek_header()? {
+                        HeaderParse::Partial => return Ok(None),
+                        HeaderParse::Complete(header, len) => (header, len),
+                    };
+                    self.check_header(&header)?;
+                    if let Some(whole) = self.codec.input.unmask_whole(&header, header_len) {
+                        let plain_data = !header.opcode.is_control() && self.inflating.is_none();
+                        let payload = self.codec.input.whole_payload(&whole);
+                        if plain_data {
+                            if let Some(text) = self.text.as_mut() {
+                                // ASCII is valid UTF-8 when no character
+                                // was cut off by the previous fragment.
+                                if !(whole.ascii && text.at_char_boundary()) {
+                                    text.feed(payload).map_err(|_| ProtocolError::InvalidUtf8)?;
+                                }
+                            }
+                        }
+                        let msg = match self.fragments.as_mut() {
+                            Some(fragments) if plain_data => {
+                                // Copied straight into the message: no
+                                // allocation per fragment.
+                                fragments.push(payload, header.fin, self.config.message_limit());
+                                self.codec.input.skip_whole(whole);
+                                self.finish_fragment(header.fin)?
+                            }
+                            _ => {
+                                let payload = self.codec.input.take_whole(whole);
+                                self.on_frame(header, payload)?
+                            }
+                        };
+                        match msg {
+                            Some(msg) => return Ok(Some(msg)),
+                            None => continue,
+                        }
+                    }
+                    self.codec.input.begin(header, header_len);
+                    header
+                }
+            };
+            let fresh = self.codec.input.unmask_new();
+            // A compressed message is validated after inflating.
+            if !header.opcode.is_control() && self.inflating.is_none() {
+                if let Some(text) = self.text.as_mut() {
+                    // Fail fast: check text as it arrives, not when it ends.
+                    text.feed(&self.codec.input.payload_so_far()[fresh])
+                        .map_err(|_| ProtocolError::InvalidUtf8)?;
+                }
+            }
+            let Some((header, payload)) = self.codec.input.take_frame() else {
+                return Ok(None);
+            };
+            if let Some(msg) = self.on_frame(header, payload)? {
+                return Ok(Some(msg));
+            }
+        }
+    }
+
+    /// Enforces what RFC 6455 requires of a receiver before a byte of the
+    /// payload is buffered.
+    fn check_header(&mut self, header: &FrameHeader) -> Result<()> {
+        // RFC 7692 section 6: RSV1 marks the first frame of a compressed
+        // message, and only that, once permessage-deflate is negotiated.
+        let starts_message = matches!(header.opcode, OpCode::Text | OpCode::Binary);
+        let compressed_start = header.rsv1 && starts_message && self.compression.is_some();
+        // RFC 6455 5.2: "MUST be 0 unless an extension is negotiated that
+        // defines meanings for non-zero values."
+        if (header.rsv1 && !compressed_start) || header.rsv2 || header.rsv3 {
+            return Err(ProtocolError::NonZeroReservedBits.into());
+        }
+        // 5.1: "a server MUST close the connection upon receiving a frame
+        // that is not masked" / "a client MUST close a connection if it
+        // detects a masked frame."
+        match (self.role, header.mask) {
+            (Role::Server, None) if !self.config.accept_unmasked_frames => {
+                return Err(ProtocolError::UnmaskedFrameFromClient.into());
+            }
+            (Role::Client, Some(_)) => return Err(ProtocolError::MaskedFrameFromServer.into()),
+            _ => {}
+        }
+        if header.opcode.is_control() {
+            // 5.5: "All control frames MUST have a payload length of 125
+            // bytes or less and MUST NOT be fragmented."
+            if !header.fin {
+                return Err(ProtocolError::FragmentedControlFrame.into());
+            }
+            if header.payload_len > MAX_CONTROL_PAYLOAD as u64 {
+                return Err(ProtocolError::ControlFrameTooLong(header.payload_len).into());
+            }
+            return Ok(());
+        }
+        let so_far = match (header.opcode, &mut self.fragments) {
+            (OpCode::Continuation, None) => {
+                return Err(ProtocolError::UnexpectedContinuation.into());
+            }
+            (OpCode::Continuation, Some(f)) => {
+                // Bytes are bounded by max_message_size; frames cost work
+                // too, and empty ones would let a message go on forever.
+                if let Some(max) = self.config.max_fragments {
+                    if f.frames() >= max {
+                        return Err(CapacityError::TooManyFragments { max }.into());
+                    }
+                }
+                f.count_frame();
+                f.len() as u64
+            }
+            (opcode, Some(_)) => return Err(ProtocolError::ExpectedContinuation(opcode).into()),
+            (_, None) => 0,
+        };
+        if header.payload_len > usize::MAX as u64 {
+            // Only reachable on 32-bit targets without limits.
+            let max = usize::MAX;
+            return Err(CapacityError::FrameTooLarge {
+                size: header.payload_len,
+                max,
+            }
+            .into());
+        }
+        if let Some(max) = self.config.max_frame_size {
+            if header.payload_len > max as u64 {
+                return Err(CapacityError::FrameTooLarge {
+                    size: header.payload_len,
+                    max,
+                }
+                .into());
+            }
+        }
+        let compressed = if starts_message {
+            compressed_start
+        } else {
+            self.inflating.is_some()
+        };
+        // A compressed message is limited by what it inflates to, checked
+        // while inflating; its compressed frames by max_frame_size above.
+        if let (Some(max), false) = (self.config.max_message_size, compressed) {
+            let size = so_far.saturating_add(header.payload_len);
+            if size > max as u64 {
+                return Err(CapacityError::MessageTooLarge { size, max }.into());
+            }
+        }
+        match header.opcode {
+            OpCode::Text => self.text = Some(Utf8Stream::default()),
+            OpCode::Binary => self.text = None,
+            _ => {}
+        }
+        if starts_message && !header.fin {
+            self.fragments = Some(Box::new(Fragments::new(header.opcode)));
+        }
+        // A message can only start once the previous one is complete, so
+        // `inflating` is already `None` here unless this one is compressed.
+        debug_assert!(!starts_message || self.inflating.is_none());
+        if compressed_start {
+            self.inflating = Some(BytesMut::new());
+        }
+        Ok(())
+    }
+
+    /// One frame of a compressed message: inflate it (bounded by
+    /// `max_message_size`), validate new text as it appears.
+    fn on_compressed_frame(
+        &mut self,
+        header: FrameHeader,
+        payload: Bytes,
+    ) -> Result<Option<Message>> {
+        let mut inflated = self.inflating.take().expect("a compressed message is open");
+        let before = inflated.len();
+        let max = self.config.message_limit();
+        let text = self.text.is_some();
+        let compression = self.compression.as_mut().expect("negotiated");
+        compression.inflate(&payload, header.fin, &mut inflated, max, text)?;
+        if let Some(validator) = self.text.as_mut() {
+            validator
+                .feed(&inflated[before..])
+                .map_err(|_| ProtocolError::InvalidUtf8)?;
+        }
+        if !header.fin {
+            self.inflating = Some(inflated);
+            return Ok(None);
+        }
+        let opcode = match self.fragments.take() {
+            Some(fragments) => fragments.opcode(),
+            None => header.opcode,
+        };
+        self.complete(opcode, inflated.freeze()).map(Some)
+    }
+
+    /// After a fragment of an uncompressed message was appended: the
+    /// message, if that was its last frame.
+    fn finish_fragment(&mut self, fin: bool) -> Result<Option<Message>> {
+        if !fin {
+            return Ok(None);
+        }
+        let fragments = self.fragments.take().expect("a fragmented message is open");
+        self.complete(fragments.opcode(), fragments.finish())
+            .map(Some)
+    }
+
+    fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Option<Message>> {
+        if self.inflating.is_some() && !header.opcode.is_control() {
+            return self.on_compressed_frame(header, payload);
+        }
+        let msg = match header.opcode {
+            OpCode::Text | OpCode::Binary if header.fin => self.complete(header.opcode, payload)?,
+            OpCode::Text | OpCode::Binary | OpCode::Continuation => {
+                let limit = self.config.message_limit();
+                let fragments = self.fragments.as_mut().expect("opened with the header");
+                fragments.push(&payload, header.fin, limit);
+                return self.finish_fragment(header.fin);
+            }
+            OpCode::Ping => {
+                if self.state.answers_pings() {
+                    self.pending_pong = Some(payload.clone());
+                }
+                Message::Ping(payload)
+            }
+            OpCode::Pong => Message::Pong(payload),
+            OpCode::Close => {
+                let frame = parse_close(payload)?;
+                match self.state {
+                    State::Active => {
+                        // Echo the code; a reply to a close without one is
+                        // empty too.
+                        self.pending_close = Some(frame.as_ref().map(|f| f.code));
+                        self.state = State::ClosedByPeer;
+                    }
+                    _ => self.state = State::CloseAcknowledged,
+                }
+                Message::Close(frame)
+            }
+        };
+        Ok(Some(msg))
+    }
+
+    fn complete(&mut self, opcode: OpCode, payload: Bytes) -> Result<Message> {
+        if opcode == OpCode::Binary {
+            return Ok(Message::Binary(payload));
+        }
+        let mut text = self.text.take().expect("text frames start a validator");
+        text.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
+        Ok(Message::Text(Utf8Bytes::from_validated(payload)))
+    }
+}

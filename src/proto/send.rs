@@ -1,0 +1,270 @@
+//! The send direction of [`WebSocketContext`]: messages in, bytes out.
+
+use std::io::IoSlice;
+
+use bytes::{Buf, Bytes};
+
+use crate::config::Role;
+use crate::error::{CapacityError, Error, ProtocolError, Result};
+use crate::frame::{FrameHeader, OpCode, encoded_header_len};
+use crate::message::{CloseFrame, Message};
+use crate::proto::close_payload::encode_close;
+use crate::proto::compression;
+use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
+use crate::proto::state::State;
+use crate::utf8_bytes::Utf8Bytes;
+
+impl WebSocketContext {
+    // ----- commands -----
+
+    /// Encodes `msg` into the out buffer. Never does I/O.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::WriteBufferFull`] with `msg` as given if it would take the
+    ///   out buffer past `max_write_buffer_size` (flush and retry).
+    /// - [`CapacityError::MessageTooLarge`] if it is larger than
+    ///   `max_write_buffer_size` on its own.
+    /// - [`ProtocolError::ControlFrameTooLong`] for a ping or pong over 125
+    ///   bytes.
+    /// - [`ProtocolError::SendAfterClosing`] after a close frame was sent or
+    ///   received; [`Error::AlreadyClosed`] once the connection is over.
+    #[inline]
+    pub fn write(&mut self, msg: Message) -> Result<()> {
+        self.write_with(msg, true)
+    }
+
+    /// [`write`](Self::write), but never compressed, whatever was
+    /// negotiated: for payloads known not to compress (already compressed
+    /// media, random bytes) or that must not share a compression context
+    /// with secrets (see BREACH-style attacks).
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write).
+    pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
+        self.write_with(msg, false)
+    }
+
+    #[inline]
+    fn write_with(&mut self, msg: Message, may_compress: bool) -> Result<()> {
+        let (opcode, payload) = match msg {
+            Message::Text(text) => (OpCode::Text, text.into_bytes()),
+            Message::Binary(data) => (OpCode::Binary, data),
+            Message::Ping(data) => (OpCode::Ping, data),
+            Message::Pong(data) => (OpCode::Pong, data),
+            Message::Close(frame) => return self.close(frame),
+        };
+        match self.state {
+            State::Active => {}
+            State::Terminated => return Err(Error::AlreadyClosed),
+            _ => return Err(ProtocolError::SendAfterClosing.into()),
+        }
+        let len = payload.len();
+        if opcode.is_control() && len > MAX_CONTROL_PAYLOAD {
+            return Err(ProtocolError::ControlFrameTooLong(len as u64).into());
+        }
+        let compress = may_compress
+            && !opcode.is_control()
+            && self.compression.as_ref().is_some_and(|c| c.wants(len));
+        // Checked before compressing: a refused message must not enter the
+        // compression context, so the bound is DEFLATE's worst case.
+        let body = if compress {
+            compression::compressed_bound(len)
+        } else {
+            len
+        };
+        let encoded = encoded_header_len(body as u64, self.role == Role::Client) + body;
+        let max = self.config.max_write_buffer_size;
+        if encoded > max {
+            return Err(CapacityError::MessageTooLarge {
+                size: encoded as u64,
+                max,
+            }
+            .into());
+        }
+        if self.codec.output.len() + encoded > max {
+            return Err(Error::WriteBufferFull(rebuild_message(opcode, payload)));
+        }
+        if compress {
+            let compression = self.compression.as_mut().expect("checked above");
+            let payload = compression.compress(&payload);
+            self.push_frame_rsv1(opcode, payload, true);
+        } else {
+            self.push_frame(opcode, payload);
+        }
+        Ok(())
+    }
+
+    /// Starts the closing handshake by queueing a close frame (never
+    /// refused for lack of room) that is owed a flush like a close reply.
+    /// Idempotent while closing.
+    ///
+    /// # Errors
+    ///
+    /// - [`ProtocolError::SendForbiddenCloseCode`] for a code the RFC
+    ///   forbids on the wire (1005, 1006, 1015, reserved or out-of-range
+    ///   codes): nothing is queued and the connection stays open.
+    /// - [`Error::AlreadyClosed`] once the connection is over.
+    pub fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        // RFC 6455 section 7.4.1: 1005, 1006 and 1015 "MUST NOT be set as a
+        // status code in a Close control frame by an endpoint"; the peer
+        // fails the connection on those and on unassigned ranges.
+        if let Some(code) = frame.as_ref().map(|f| f.code) {
+            if !code.is_allowed_on_wire() {
+                return Err(ProtocolError::SendForbiddenCloseCode(code.into()).into());
+            }
+        }
+        match self.state {
+            State::Active => {
+                self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
+                self.state = State::ClosedByUs;
+                self.pending_pong = None;
+                // No data can follow a close, so holding it back gains
+                // nothing, and the peer's reply waits on it.
+                self.flush_owed = true;
+                Ok(())
+            }
+            // Our reply echoes the peer's code; it is already queued.
+            State::ClosedByPeer | State::ClosedByUs | State::CloseAcknowledged => Ok(()),
+            State::Terminated => Err(Error::AlreadyClosed),
+        }
+    }
+
+    /// Moves a queued pong and close frame into the out buffer (after any
+    /// data already there) and marks a flush as owed. Call it at the start of
+    /// every read, write and flush.
+    ///
+    /// While an earlier pong still sits unflushed in the out buffer, a newer
+    /// one stays queued (replacing older queued ones): a peer that pings
+    /// without reading cannot grow the buffer.
+    #[inline]
+    pub fn prepare_output(&mut self) {
+        // Nearly every call finds nothing queued.
+        if self.pending_pong.is_some() || self.pending_close.is_some() {
+            self.move_queued_frames();
+        }
+    }
+
+    fn move_queued_frames(&mut self) {
+        if self.pending_close.is_some() && self.flush_owed {
+            // The close frame goes now; a pong may not follow it.
+            self.pending_pong = None;
+        }
+        if !self.flush_owed {
+            if let Some(payload) = self.pending_pong.take() {
+                if self.state.answers_pings() {
+                    self.push_frame(OpCode::Pong, payload);
+                    self.flush_owed = true;
+                }
+            }
+        }
+        if let Some(frame) = self.pending_close.take() {
+            let frame = frame.map(|code| CloseFrame::new(code, ""));
+            self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
+            self.flush_owed = true;
+            if self.state == State::ClosedByPeer {
+                self.state = State::CloseAcknowledged;
+            }
+        }
+    }
+
+    /// Whether a pong or close frame is queued and not yet in the out buffer.
+    pub fn has_pending_system_frame(&self) -> bool {
+        self.pending_pong.is_some() || self.pending_close.is_some()
+    }
+
+    /// Whether the out buffer holds a pong or close frame the driver must
+    /// flush once it has written the buffer out.
+    pub fn flush_owed(&self) -> bool {
+        self.flush_owed
+    }
+
+    /// The driver wrote the whole out buffer and flushed the socket. If
+    /// [`has_pending_system_frame`](Self::has_pending_system_frame) is still
+    /// true, call [`prepare_output`](Self::prepare_output) and flush again.
+    pub fn on_flushed(&mut self) {
+        if self.codec.output.is_empty() {
+            self.flush_owed = false;
+            // A flushed burst is where a connection may go idle: a task
+            // that only writes never waits in a read to release buffers.
+            self.codec.output.release_if_drained();
+            if let Some(compression) = self.compression.as_mut() {
+                compression.release_idle();
+            }
+        }
+    }
+
+    /// The driver is about to wait for the peer (a read found no data, or
+    /// a blocking read is next): a drained receive buffer, and a drained out
+    /// buffer larger than 64 KiB, are given back, so an idle connection
+    /// holds almost no memory. (A flush gives back the out buffer too.)
+    /// While messages flow, both allocations are kept and reused.
+    #[inline]
+    pub fn on_read_wait(&mut self) {
+        self.codec.input.release_if_drained();
+        self.codec.output.release_if_drained();
+    }
+
+    /// Bytes in the out buffer.
+    pub fn output_len(&self) -> usize {
+        self.codec.output.len()
+    }
+
+    /// Whether `write` has filled the out buffer to `write_buffer_size`, at
+    /// which point the driver writes it out (without flushing).
+    pub fn should_write_out(&self) -> bool {
+        !self.codec.output.is_empty() && self.codec.output.len() >= self.config.write_buffer_size
+    }
+
+    /// The first contiguous slice of pending output.
+    pub fn output_chunk(&self) -> &[u8] {
+        self.codec.output.chunk()
+    }
+
+    /// How many slices the pending output occupies.
+    pub fn output_chunk_count(&self) -> usize {
+        self.codec.output.chunk_count()
+    }
+
+    /// Fills `dst` with the pending output slices, for a vectored write;
+    /// returns how many were filled.
+    pub fn output_chunks<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+        self.codec.output.slices(dst)
+    }
+
+    /// The socket accepted `n` bytes of pending output.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`output_len`](Self::output_len).
+    pub fn advance_output(&mut self, n: usize) {
+        self.codec.output.advance(n);
+    }
+
+    #[inline]
+    fn push_frame(&mut self, opcode: OpCode, payload: Bytes) {
+        self.push_frame_rsv1(opcode, payload, false);
+    }
+
+    #[inline]
+    fn push_frame_rsv1(&mut self, opcode: OpCode, payload: Bytes, rsv1: bool) {
+        let mut header = FrameHeader::new(opcode, payload.len() as u64);
+        header.rsv1 = rsv1;
+        if self.role == Role::Client {
+            header.mask = Some(rand::random());
+        }
+        self.codec.output.push_frame(&header, payload);
+    }
+}
+
+/// The message a refused write gives back: what the caller passed.
+fn rebuild_message(opcode: OpCode, payload: Bytes) -> Message {
+    match opcode {
+        // It came in as a text message, so it is valid UTF-8.
+        OpCode::Text => Message::Text(Utf8Bytes::from_validated(payload)),
+        OpCode::Ping => Message::Ping(payload),
+        OpCode::Pong => Message::Pong(payload),
+        _ => Message::Binary(payload),
+    }
+}
