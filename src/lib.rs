@@ -37,6 +37,7 @@ pub mod fuzz_api;
 pub mod handshake;
 mod message;
 mod proto;
+mod read_timeout;
 mod utf8_bytes;
 mod websocket;
 
@@ -55,5 +56,6 @@ pub use frame::CloseCode;
 pub use http;
 pub use message::{CloseFrame, Message};
 pub use proto::WebSocketContext;
+pub use read_timeout::ReadTimeoutFn;
 pub use utf8_bytes::Utf8Bytes;
 pub use websocket::WebSocket;
