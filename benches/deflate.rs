@@ -3,8 +3,7 @@
 //!
 //! - **compress**: a server-role [`WebSocketContext`] with deflate
 //!   negotiated `write`s one message per iteration and the output is drained
-//!   (`output_chunk` / `advance_output`), as a driver would hand it to the
-//!   socket.
+//!   (`output` chunk by chunk), as a driver would hand it to the socket.
 //! - **decompress**: the same messages, compressed beforehand by a
 //!   client-role context (so masked, with RSV1 set), are `feed` to a
 //!   server-role context and read back with `next_message`.
@@ -27,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lockgate::deflate::{DeflateConfig, DeflateParams};
-use lockgate::{Config, Message, Role, Utf8Bytes, WebSocketContext};
+use lockgate::{Buf, Config, Message, Role, Utf8Bytes, WebSocketContext};
 
 /// Bytes of distinct messages cycled through. Small corpora flatter the
 /// codec: cycling through 64 × 1 KiB, compress and decompress both ran
@@ -100,12 +99,12 @@ fn context(role: Role, params: DeflateParams) -> WebSocketContext {
 
 /// Hands every pending output byte to a pretend socket; returns how many.
 fn drain(ctx: &mut WebSocketContext) -> usize {
-    ctx.prepare_output();
+    let mut output = ctx.output();
     let mut n = 0;
-    while ctx.output_len() > 0 {
-        let k = ctx.output_chunk().len();
+    while output.has_remaining() {
+        let k = output.chunk().len();
         n += k;
-        ctx.advance_output(k);
+        output.advance(k);
     }
     n
 }
@@ -116,13 +115,8 @@ fn client_frames(params: DeflateParams, msgs: &[Utf8Bytes]) -> Vec<Vec<u8>> {
     msgs.iter()
         .map(|m| {
             ctx.write(Message::text(m.clone())).unwrap();
-            let mut frame = Vec::with_capacity(ctx.output_len());
-            while ctx.output_len() > 0 {
-                let chunk = ctx.output_chunk();
-                frame.extend_from_slice(chunk);
-                let k = chunk.len();
-                ctx.advance_output(k);
-            }
+            let mut output = ctx.output();
+            let frame = output.copy_to_bytes(output.remaining()).to_vec();
             // RSV1: the message really was compressed.
             assert_eq!(frame[0] & 0x40, 0x40, "message sent uncompressed");
             frame

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lockgate::frame::{FrameHeader, MAX_HEADER_LEN, OpCode, apply_mask};
-use lockgate::{Config, Message, Role, WebSocket, WebSocketContext};
+use lockgate::{Buf, Bytes, Config, Message, Role, WebSocket, WebSocketContext};
 
 const SMALL_MESSAGES: usize = 100_000;
 const LARGE_MESSAGES: usize = 64;
@@ -35,17 +35,21 @@ const LARGE_SIZE: usize = 1 << 20;
 /// A read-only in-memory stream over pre-built wire bytes. Nothing is
 /// written while reading data frames (no ping, no close), so a write is a
 /// bug in the bench.
-struct Wire<'a> {
-    rest: &'a [u8],
+struct Wire {
+    /// Shared with the input, so a run copies nothing up front.
+    rest: Bytes,
 }
 
-impl Read for Wire<'_> {
+impl Read for Wire {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.rest.read(buf)
+        let n = buf.len().min(self.rest.len());
+        buf[..n].copy_from_slice(&self.rest[..n]);
+        self.rest.advance(n);
+        Ok(n)
     }
 }
 
-impl Write for Wire<'_> {
+impl Write for Wire {
     fn write(&mut self, _: &[u8]) -> io::Result<usize> {
         Err(io::Error::other("the read bench must not write"))
     }
@@ -74,7 +78,7 @@ fn push_client_frame(wire: &mut Vec<u8>, opcode: OpCode, payload: &[u8], mask: [
 
 /// The wire bytes of `count` frames and the total payload length.
 struct Input {
-    wire: Vec<u8>,
+    wire: Bytes,
     count: usize,
     payload_bytes: usize,
 }
@@ -93,7 +97,7 @@ fn small_texts() -> Input {
         push_client_frame(&mut wire, OpCode::Text, text.as_bytes(), mask_key(i));
     }
     Input {
-        wire,
+        wire: wire.into(),
         count: SMALL_MESSAGES,
         payload_bytes,
     }
@@ -107,7 +111,7 @@ fn large_binaries() -> Input {
         push_client_frame(&mut wire, OpCode::Binary, &payload, mask_key(i));
     }
     Input {
-        wire,
+        wire: wire.into(),
         count: LARGE_MESSAGES,
         payload_bytes: LARGE_MESSAGES * LARGE_SIZE,
     }
@@ -115,7 +119,9 @@ fn large_binaries() -> Input {
 
 /// Reads `input.count` messages through the blocking driver.
 fn via_websocket(input: &Input) {
-    let stream = Wire { rest: &input.wire };
+    let stream = Wire {
+        rest: input.wire.clone(),
+    };
     let mut ws = WebSocket::from_raw_socket(stream, Role::Server, Config::default());
     let mut bytes = 0;
     for _ in 0..input.count {

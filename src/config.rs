@@ -34,11 +34,40 @@ pub struct Config {
     pub(crate) max_frame_size: Option<usize>,
     pub(crate) max_fragments: Option<usize>,
     pub(crate) accept_unmasked_frames: bool,
-    pub(crate) handshake_timeout: Option<Duration>,
-    pub(crate) ping_interval: Option<Duration>,
-    pub(crate) ping_timeout: Option<Duration>,
-    pub(crate) close_timeout: Option<Duration>,
+    // Millisecond resolution keeps these small: every connection holds
+    // its config.
+    pub(crate) handshake_timeout: Millis,
+    pub(crate) ping_interval: Millis,
+    pub(crate) ping_timeout: Millis,
+    pub(crate) close_timeout: Millis,
     pub(crate) deflate: Option<DeflateConfig>,
+}
+
+/// An optional duration in whole milliseconds (rounded up, at most about
+/// 49 days), in a quarter of the space of an `Option<Duration>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Millis(u32);
+
+impl Millis {
+    const NONE: u32 = u32::MAX;
+
+    pub(crate) fn get(self) -> Option<Duration> {
+        (self.0 != Self::NONE).then(|| Duration::from_millis(self.0.into()))
+    }
+}
+
+impl From<Option<Duration>> for Millis {
+    fn from(duration: Option<Duration>) -> Self {
+        Self(match duration {
+            None => Self::NONE,
+            Some(d) => {
+                let ms = d.as_nanos().div_ceil(1_000_000);
+                u32::try_from(ms)
+                    .unwrap_or(Self::NONE - 1)
+                    .min(Self::NONE - 1)
+            }
+        })
+    }
 }
 
 /// 64 MiB: the largest message accepted by default.
@@ -76,10 +105,10 @@ impl Default for Config {
             max_frame_size: Some(DEFAULT_MAX_FRAME_SIZE),
             max_fragments: Some(DEFAULT_MAX_FRAGMENTS),
             accept_unmasked_frames: false,
-            handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
-            ping_interval: Some(DEFAULT_PING_INTERVAL),
-            ping_timeout: Some(DEFAULT_PING_TIMEOUT),
-            close_timeout: Some(DEFAULT_CLOSE_TIMEOUT),
+            handshake_timeout: Millis::from(Some(DEFAULT_HANDSHAKE_TIMEOUT)),
+            ping_interval: Millis::from(Some(DEFAULT_PING_INTERVAL)),
+            ping_timeout: Millis::from(Some(DEFAULT_PING_TIMEOUT)),
+            close_timeout: Millis::from(Some(DEFAULT_CLOSE_TIMEOUT)),
             deflate: None,
         }
     }
@@ -172,11 +201,12 @@ impl Config {
     /// a `TcpStream` (as socket timeouts), and on other streams when a read
     /// returns after the deadline.
     pub fn handshake_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.handshake_timeout = timeout;
+        self.handshake_timeout = Millis::from(timeout);
         self
     }
 
-    /// Keepalive: after this long without receiving anything, send a ping.
+    /// Keepalive: after this long without receiving anything, send a ping
+    /// (timeouts have millisecond resolution).
     /// Default 20 s ([`DEFAULT_PING_INTERVAL`]); `None` never pings.
     ///
     /// A peer that vanished without closing (NAT state dropped, cable
@@ -187,7 +217,7 @@ impl Config {
     /// The ping is housekeeping: it is flushed on its own, like a pong. Its
     /// pong is returned by `read` like any other.
     pub fn ping_interval(mut self, interval: Option<Duration>) -> Self {
-        self.ping_interval = interval;
+        self.ping_interval = Millis::from(interval);
         self
     }
 
@@ -201,7 +231,7 @@ impl Config {
     /// sending a large message is alive. Too short a timeout drops peers
     /// on slow or congested links; too long holds dead connections.
     pub fn ping_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.ping_timeout = timeout;
+        self.ping_timeout = Millis::from(timeout);
         self
     }
 
@@ -211,7 +241,7 @@ impl Config {
     /// and the connection can be dropped. Default 10 s
     /// ([`DEFAULT_CLOSE_TIMEOUT`]); `None` waits as long as the peer does.
     pub fn close_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.close_timeout = timeout;
+        self.close_timeout = Millis::from(timeout);
         self
     }
 
@@ -230,22 +260,22 @@ impl Config {
 
     /// See [`Config::handshake_timeout`].
     pub fn get_handshake_timeout(&self) -> Option<Duration> {
-        self.handshake_timeout
+        self.handshake_timeout.get()
     }
 
     /// See [`Config::ping_interval`].
     pub fn get_ping_interval(&self) -> Option<Duration> {
-        self.ping_interval
+        self.ping_interval.get()
     }
 
     /// See [`Config::ping_timeout`].
     pub fn get_ping_timeout(&self) -> Option<Duration> {
-        self.ping_timeout
+        self.ping_timeout.get()
     }
 
     /// See [`Config::close_timeout`].
     pub fn get_close_timeout(&self) -> Option<Duration> {
-        self.close_timeout
+        self.close_timeout.get()
     }
 
     /// See [`Config::read_buffer_size`].
@@ -286,5 +316,34 @@ impl Config {
     /// See [`Config::accept_unmasked_frames`].
     pub fn get_accept_unmasked_frames(&self) -> bool {
         self.accept_unmasked_frames
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_round_up_to_milliseconds_and_keep_none() {
+        let cases = [
+            (None, None),
+            (Some(Duration::ZERO), Some(Duration::ZERO)),
+            (
+                Some(Duration::from_micros(1)),
+                Some(Duration::from_millis(1)),
+            ),
+            (
+                Some(Duration::from_millis(1500)),
+                Some(Duration::from_millis(1500)),
+            ),
+            (
+                Some(Duration::MAX),
+                Some(Duration::from_millis(u64::from(u32::MAX - 1))),
+            ),
+        ];
+        for (given, kept) in cases {
+            let config = Config::default().ping_interval(given);
+            assert_eq!(config.get_ping_interval(), kept, "{given:?}");
+        }
     }
 }

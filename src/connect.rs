@@ -27,7 +27,7 @@ const HANDSHAKE_READ: usize = 4096;
 ///
 /// [`Error::Handshake`] for a bad request (the matching HTTP error response
 /// has been written), [`Error::Io`].
-pub fn accept<S: Read + Write>(stream: S) -> Result<WebSocket<S>> {
+pub fn accept<S: Read + Write + 'static>(stream: S) -> Result<WebSocket<S>> {
     accept_hdr_with_config(stream, NoCallback, Config::default())
 }
 
@@ -36,7 +36,10 @@ pub fn accept<S: Read + Write>(stream: S) -> Result<WebSocket<S>> {
 /// # Errors
 ///
 /// As for [`accept`].
-pub fn accept_with_config<S: Read + Write>(stream: S, config: Config) -> Result<WebSocket<S>> {
+pub fn accept_with_config<S: Read + Write + 'static>(
+    stream: S,
+    config: Config,
+) -> Result<WebSocket<S>> {
     accept_hdr_with_config(stream, NoCallback, config)
 }
 
@@ -47,7 +50,10 @@ pub fn accept_with_config<S: Read + Write>(stream: S, config: Config) -> Result<
 ///
 /// As for [`accept`]; a refusal by the callback is
 /// [`HandshakeError::Rejected`], after its response was written.
-pub fn accept_hdr<S: Read + Write, C: Callback>(stream: S, callback: C) -> Result<WebSocket<S>> {
+pub fn accept_hdr<S: Read + Write + 'static, C: Callback>(
+    stream: S,
+    callback: C,
+) -> Result<WebSocket<S>> {
     accept_hdr_with_config(stream, callback, Config::default())
 }
 
@@ -56,7 +62,7 @@ pub fn accept_hdr<S: Read + Write, C: Callback>(stream: S, callback: C) -> Resul
 /// # Errors
 ///
 /// As for [`accept_hdr`].
-pub fn accept_hdr_with_config<S: Read + Write, C: Callback>(
+pub fn accept_hdr_with_config<S: Read + Write + 'static, C: Callback>(
     mut stream: S,
     callback: C,
     config: Config,
@@ -93,7 +99,7 @@ pub fn accept_hdr_with_config<S: Read + Write, C: Callback>(
 /// # Errors
 ///
 /// [`Error::Handshake`] for a bad URL or response, [`Error::Io`].
-pub fn client<S: Read + Write, R: IntoClientRequest>(
+pub fn client<S: Read + Write + 'static, R: IntoClientRequest>(
     request: R,
     stream: S,
 ) -> Result<(WebSocket<S>, http::Response<()>)> {
@@ -105,7 +111,7 @@ pub fn client<S: Read + Write, R: IntoClientRequest>(
 /// # Errors
 ///
 /// As for [`client`].
-pub fn client_with_config<S: Read + Write, R: IntoClientRequest>(
+pub fn client_with_config<S: Read + Write + 'static, R: IntoClientRequest>(
     request: R,
     mut stream: S,
     config: Config,
@@ -164,10 +170,10 @@ pub fn connect_with_config<R: IntoClientRequest>(
         .ok_or_else(|| HandshakeError::BadUrl(format!("{uri}: no host")))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let port = uri.port_u16().unwrap_or(80);
-    let stream = connect_tcp(host, port, config.handshake_timeout)?;
+    let stream = connect_tcp(host, port, config.get_handshake_timeout())?;
     stream.set_nodelay(true)?;
-    stream.set_read_timeout(config.handshake_timeout)?;
-    stream.set_write_timeout(config.handshake_timeout)?;
+    stream.set_read_timeout(config.get_handshake_timeout())?;
+    stream.set_write_timeout(config.get_handshake_timeout())?;
     let (ws, response) = client_with_config(request, stream, config)?;
     ws.get_ref().set_read_timeout(None)?;
     ws.get_ref().set_write_timeout(None)?;

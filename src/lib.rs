@@ -41,7 +41,7 @@ mod read_timeout;
 mod utf8_bytes;
 mod websocket;
 
-pub use bytes::Bytes;
+pub use bytes::{Buf, Bytes};
 pub use config::{
     Config, DEFAULT_CLOSE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAGMENTS,
     DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE,
@@ -55,7 +55,7 @@ pub use error::{CapacityError, Error, HandshakeError, ProtocolError, Result, Tim
 pub use frame::CloseCode;
 pub use http;
 pub use message::{CloseFrame, Message};
-pub use proto::WebSocketContext;
+pub use proto::{Next, Operation, Output, WebSocketContext};
 pub use read_timeout::ReadTimeoutFn;
 pub use utf8_bytes::Utf8Bytes;
 pub use websocket::WebSocket;

@@ -1,11 +1,17 @@
 //! [`WebSocket`]: the `std::io` driver.
 
 use std::io::{self, IoSlice, Read, Write};
+use std::time::{Duration, Instant};
+
+use bytes::Buf;
 
 use crate::config::{Config, Role};
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::message::{CloseFrame, Message};
-use crate::proto::WebSocketContext;
+use crate::proto::{Next, Operation, WebSocketContext};
+use crate::read_timeout::{self, ReadTimeoutFn, SocketOf};
 
 /// The most slices one vectored write hands to the socket.
 const MAX_IOVECS: usize = 64;
@@ -23,6 +29,37 @@ const MAX_IOVECS: usize = 64;
 ///   flushed** by the next `read`, `write` or `flush`, behind any data
 ///   already buffered. `read` tries to send it before returning. Nothing
 ///   else is flushed implicitly.
+///
+/// # Deadlines
+///
+/// Keepalive pings, the keepalive timeout and the close timeout
+/// ([`Config::ping_interval`], [`Config::ping_timeout`],
+/// [`Config::close_timeout`]) are honoured while [`read`](Self::read)
+/// waits. On a `TcpStream` (or `UnixStream`) without a read timeout of its
+/// own, the driver sets the stream's read timeout to the next deadline and
+/// shuts down the write side after the closing handshake. Any other
+/// stream: give the driver its read timeout with
+/// [`set_read_timeout_fn`](Self::set_read_timeout_fn), or make sure
+/// `read` is called again by [`deadline`](Self::deadline) (a read that
+/// returns `WouldBlock` or `TimedOut` after it handles it).
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use lockgate::{Config, Error, TimeoutKind};
+///
+/// # fn run() -> lockgate::Result<()> {
+/// let config = Config::default()
+///     .ping_interval(Some(Duration::from_secs(5)))
+///     .ping_timeout(Some(Duration::from_secs(5)));
+/// let (mut ws, _) = lockgate::connect_with_config("ws://127.0.0.1:9001", config)?;
+/// match ws.read() {
+///     Ok(msg) => println!("{msg:?}"),
+///     // No byte from the peer for 5 s after a ping: it is gone.
+///     Err(Error::Timeout(TimeoutKind::Keepalive)) => println!("peer vanished"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
 ///
 /// # Non-blocking streams
 ///
@@ -48,9 +85,27 @@ const MAX_IOVECS: usize = 64;
 pub struct WebSocket<S> {
     stream: S,
     context: WebSocketContext,
+    /// The standard socket inside `S`, when `S` is one.
+    socket: Option<SocketOf<S>>,
+    /// Sets the stream's read timeout, when it can have one.
+    set_read_timeout: Option<ReadTimeoutFn<S>>,
+    /// The read timeout this driver last set on the stream.
+    armed: Armed,
 }
 
-impl<S> WebSocket<S> {
+/// Who owns the stream's read timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Armed {
+    /// Not looked at yet.
+    Unknown,
+    /// The caller set one: reads return when it says, and deadlines are
+    /// handled whenever they do.
+    ByCaller,
+    /// This driver's, currently this value.
+    ByUs(Option<Duration>),
+}
+
+impl<S: 'static> WebSocket<S> {
     /// Wraps a stream whose opening handshake is already done.
     pub fn from_raw_socket(stream: S, role: Role, config: Config) -> Self {
         Self::from_context(stream, WebSocketContext::new(role, config))
@@ -67,10 +122,21 @@ impl<S> WebSocket<S> {
     }
 
     /// Drives an existing context over `stream`.
+    ///
+    /// (`S: 'static` lets the driver recognise a standard socket, whose read
+    /// timeout it uses for deadlines.)
     pub fn from_context(stream: S, context: WebSocketContext) -> Self {
-        Self { stream, context }
+        Self {
+            stream,
+            context,
+            socket: read_timeout::socket_of::<S>(),
+            set_read_timeout: read_timeout::builtin::<S>(),
+            armed: Armed::Unknown,
+        }
     }
+}
 
+impl<S> WebSocket<S> {
     /// The stream.
     pub fn get_ref(&self) -> &S {
         &self.stream
@@ -109,7 +175,40 @@ impl<S> WebSocket<S> {
 
     /// Bytes written but not yet handed to the stream.
     pub fn buffered_output(&self) -> usize {
-        self.context.output_len()
+        self.context.buffered_output()
+    }
+
+    /// Bytes received but not yet returned as messages: when non-zero, the
+    /// next [`read`](Self::read) may complete without waiting for the
+    /// stream. Useful to flush replies only once the input is drained.
+    pub fn buffered_input(&self) -> usize {
+        self.context.buffered_input()
+    }
+
+    /// How this driver bounds a blocking read by the next deadline, for a
+    /// stream it does not recognise (a TLS stream over TCP, say): `set`
+    /// sets the stream's read timeout. Standard sockets need none.
+    ///
+    /// ```no_run
+    /// use lockgate::{Config, Role, WebSocket};
+    /// # struct Tls { sock: std::net::TcpStream }
+    /// # impl std::io::Read for Tls { fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> { Ok(0) } }
+    /// # impl std::io::Write for Tls { fn write(&mut self, b: &[u8]) -> std::io::Result<usize> { Ok(b.len()) } fn flush(&mut self) -> std::io::Result<()> { Ok(()) } }
+    /// # fn wrap(tls: Tls) {
+    /// // A TLS stream that gives access to its TCP socket.
+    /// let mut ws = WebSocket::from_raw_socket(tls, Role::Client, Config::default());
+    /// ws.set_read_timeout_fn(|tls, timeout| tls.sock.set_read_timeout(timeout));
+    /// # }
+    /// ```
+    pub fn set_read_timeout_fn(&mut self, set: ReadTimeoutFn<S>) {
+        self.set_read_timeout = Some(set);
+        self.armed = Armed::ByUs(None);
+    }
+
+    /// When the next deadline (keepalive or close) falls, if the connection
+    /// waits on one; `read` handles it once called at or after that time.
+    pub fn deadline(&mut self) -> Option<Instant> {
+        self.context.waiting(Instant::now())
     }
 }
 
@@ -117,45 +216,25 @@ impl<S: Read + Write> WebSocket<S> {
     /// Reads the next message.
     ///
     /// Data messages, pings, pongs and the peer's close frame are returned;
-    /// pongs and close replies are queued and sent for you. Only buffered
-    /// output that is owed a flush (a pong or close reply) is written first.
+    /// pongs and close replies are queued and sent for you, before the
+    /// message that caused them is returned when the stream takes them.
+    /// Keepalive pings go out while it waits (see [Deadlines](#deadlines)).
     ///
     /// # Errors
     ///
-    /// - [`Error::ConnectionClosed`] once the closing handshake is complete,
-    ///   then [`Error::AlreadyClosed`]. RFC 6455 then wants the TCP
-    ///   connection closed: `std::io::Write` has no shutdown, so drop the
-    ///   `WebSocket` (or call `shutdown` on the stream from
-    ///   [`get_ref`](Self::get_ref)); some peers wait for that FIN.
+    /// - [`Error::ConnectionClosed`] once the closing handshake is complete
+    ///   (the write side of a standard socket is shut down first), then
+    ///   [`Error::AlreadyClosed`].
     /// - [`Error::Protocol`] / [`Error::Capacity`]: the peer broke the
     ///   protocol or a limit; the matching close frame was sent (or queued,
     ///   if the stream would block) and the connection is over.
+    /// - [`Error::Timeout`]: a keepalive or close deadline passed.
     /// - [`Error::Io`], including would-block on non-blocking streams (call
     ///   again; nothing is lost).
     pub fn read(&mut self) -> Result<Message> {
-        loop {
-            self.send_owed(self.context.wants_input())?;
-            match self.context.next_message() {
-                Ok(Some(msg)) => {
-                    if self.context.has_pending_system_frame() {
-                        // The message is already taken from the buffer; an
-                        // error here resurfaces on the next call instead of
-                        // losing it.
-                        let _ = self.send_owed(true);
-                    }
-                    return Ok(msg);
-                }
-                Ok(None) if self.context.wants_input() => self.fill_input()?,
-                // Closing: what is left is draining our output.
-                Ok(None) => self.flush_output()?,
-                Err(e) => {
-                    if e.close_code().is_some() {
-                        // Best effort: the connection is failing anyway.
-                        let _ = self.send_owed(false);
-                    }
-                    return Err(e);
-                }
-            }
+        match self.drive(Operation::Read)? {
+            Some(msg) => Ok(msg),
+            None => unreachable!("a read ends with a message or an error"),
         }
     }
 
@@ -169,22 +248,8 @@ impl<S: Read + Write> WebSocket<S> {
     /// - Errors of [`WebSocketContext::write`].
     /// - [`Error::Io`] from writing out: the message **was** queued.
     pub fn write(&mut self, msg: Message) -> Result<()> {
-        self.context.prepare_output();
         self.context.write(msg)?;
-        self.after_write()
-    }
-
-    /// Writes out what a queued message made due: everything and a flush if
-    /// a pong or close is owed, everything without a flush once the buffer
-    /// reached `write_buffer_size`.
-    fn after_write(&mut self) -> Result<()> {
-        if self.context.flush_owed() {
-            self.flush_output()
-        } else if self.context.should_write_out() {
-            self.write_output()
-        } else {
-            Ok(())
-        }
+        self.drive(Operation::Write).map(drop)
     }
 
     /// [`write`](Self::write), but never compressed, whatever
@@ -195,9 +260,8 @@ impl<S: Read + Write> WebSocket<S> {
     ///
     /// As for [`write`](Self::write).
     pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
-        self.context.prepare_output();
         self.context.write_uncompressed(msg)?;
-        self.after_write()
+        self.drive(Operation::Write).map(drop)
     }
 
     /// Writes everything buffered and flushes the stream.
@@ -206,8 +270,8 @@ impl<S: Read + Write> WebSocket<S> {
     ///
     /// [`Error::Io`]; on would-block, call again later.
     pub fn flush(&mut self) -> Result<()> {
-        self.context.prepare_output();
-        self.flush_output()
+        self.context.flush();
+        self.drive(Operation::Write).map(drop)
     }
 
     /// [`write`](Self::write) then [`flush`](Self::flush).
@@ -216,7 +280,7 @@ impl<S: Read + Write> WebSocket<S> {
     ///
     /// As for both.
     pub fn send(&mut self, msg: Message) -> Result<()> {
-        self.write(msg)?;
+        self.context.write(msg)?;
         self.flush()
     }
 
@@ -233,76 +297,130 @@ impl<S: Read + Write> WebSocket<S> {
         self.flush()
     }
 
-    /// Writes and flushes an owed pong or close reply. With `tolerate_block`,
-    /// a stream that cannot take it now is not an error: reading goes on and
-    /// a later call retries.
-    fn send_owed(&mut self, tolerate_block: bool) -> Result<()> {
-        self.context.prepare_output();
-        if !self.context.flush_owed() {
-            return Ok(());
-        }
-        match self.flush_output() {
-            Err(e) if tolerate_block && e.is_would_block() => Ok(()),
-            other => other,
-        }
-    }
-
-    /// Writes and flushes everything, including a pong that was held back
-    /// while an earlier one was still unflushed.
-    fn flush_output(&mut self) -> Result<()> {
+    /// Runs `op` to its end: does what the context asks, one step at a
+    /// time. `Some` only for a read.
+    fn drive(&mut self, op: Operation) -> Result<Option<Message>> {
         loop {
-            self.write_output()?;
-            loop {
-                match self.stream.flush() {
-                    Ok(()) => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e.into()),
+            let next = self.context.poll(op)?;
+            let outcome = match next {
+                Next::Message(msg) => return Ok(Some(msg)),
+                Next::Done => return Ok(None),
+                Next::Transmit => self.transmit(),
+                Next::Flush => self.stream.flush().map(|()| self.context.flushed()),
+                Next::Receive => self.receive(),
+                Next::Shutdown => {
+                    // A failed shutdown changes nothing: the closing
+                    // handshake is complete either way.
+                    if let Some(socket) = self.socket.and_then(|of| of(&self.stream)) {
+                        let _ = socket.shutdown_write();
+                    }
+                    self.context.shut_down();
+                    Ok(())
                 }
+            };
+            let error = match outcome {
+                Ok(()) => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => e,
+            };
+            let go_on = is_timeout(&error)
+                && match next {
+                    Next::Receive => self.deadline_passed(),
+                    _ => !self.context.write_would_block(),
+                };
+            if !go_on {
+                return Err(self.context.io_error(error));
             }
-            self.context.on_flushed();
-            if !self.context.has_pending_system_frame() {
-                return Ok(());
-            }
-            self.context.prepare_output();
         }
     }
 
-    /// Writes the out buffer to the stream, one vectored write per call
-    /// when it spans several slices.
-    fn write_output(&mut self) -> Result<()> {
-        while self.context.output_len() > 0 {
-            let written = if self.context.output_chunk_count() > 1 {
-                let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
-                let n = self.context.output_chunks(&mut slices);
-                self.stream.write_vectored(&slices[..n])
-            } else {
-                self.stream.write(self.context.output_chunk())
-            };
-            match written {
-                Ok(0) => return Err(Error::Io(io::ErrorKind::WriteZero.into())),
-                Ok(n) => self.context.advance_output(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
+    /// A read returned for lack of data: whether that was a deadline
+    /// passing (now handled) rather than a non-blocking stream or the
+    /// caller's own timeout.
+    fn deadline_passed(&mut self) -> bool {
+        let now = Instant::now();
+        match self.context.waiting(now) {
+            Some(deadline) if deadline <= now => {
+                self.context.handle_timeout(now);
+                true
             }
+            _ => false,
+        }
+    }
+
+    /// One write of the pending output, vectored when it spans several
+    /// slices.
+    fn transmit(&mut self) -> io::Result<()> {
+        let mut output = self.context.output();
+        let written = {
+            let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
+            match output.chunks_vectored(&mut slices) {
+                0 | 1 => self.stream.write(output.chunk()),
+                n => self.stream.write_vectored(&slices[..n]),
+            }
+        }?;
+        if written == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        output.advance(written);
+        Ok(())
+    }
+
+    /// One read into the context, bounded by the next deadline where the
+    /// stream allows it.
+    fn receive(&mut self) -> io::Result<()> {
+        let now = Instant::now();
+        let deadline = self.context.waiting(now);
+        self.arm(deadline, now)?;
+        let spare = self.context.input_spare();
+        let result = self.stream.read(spare);
+        let n = *result.as_ref().unwrap_or(&0);
+        self.context.commit_input(n);
+        if result? == 0 {
+            self.context.input_ended();
         }
         Ok(())
     }
 
-    /// One read from the stream into the context.
-    fn fill_input(&mut self) -> Result<()> {
-        // The read may block for as long as the peer is silent.
-        self.context.on_read_wait();
-        loop {
-            let spare = self.context.input_spare();
-            let result = self.stream.read(spare);
-            let n = *result.as_ref().unwrap_or(&0);
-            self.context.commit_input(n);
-            match result {
-                Ok(0) => return Err(self.context.on_eof()),
-                Ok(_) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
-            }
+    /// Sets the stream's read timeout so a blocking read returns by
+    /// `deadline`: re-set only when the one in place would wake too early
+    /// or more than an eighth of the wait too late, so a busy connection
+    /// rarely pays for the system call.
+    fn arm(&mut self, deadline: Option<Instant>, now: Instant) -> io::Result<()> {
+        let Some(set) = self.set_read_timeout else {
+            return Ok(());
+        };
+        if self.armed == Armed::Unknown {
+            let current = match self.socket.and_then(|of| of(&self.stream)) {
+                Some(socket) => socket.read_timeout()?,
+                None => None,
+            };
+            self.armed = match current {
+                Some(_) => Armed::ByCaller,
+                None => Armed::ByUs(None),
+            };
         }
+        let Armed::ByUs(armed) = self.armed else {
+            return Ok(());
+        };
+        let wanted = deadline.map(|d| read_timeout::until(d, now));
+        let keep = match (armed, wanted) {
+            (None, None) => true,
+            (Some(armed), Some(wanted)) => armed >= wanted && armed - wanted <= wanted / 8,
+            _ => false,
+        };
+        if !keep {
+            set(&self.stream, wanted)?;
+            self.armed = Armed::ByUs(wanted);
+        }
+        Ok(())
     }
+}
+
+/// A read or write that did not happen for lack of data, room or time.
+fn is_timeout(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }

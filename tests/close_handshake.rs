@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use lockgate::frame::OpCode;
 use lockgate::{
-    Bytes, CloseCode, CloseFrame, Config, Error, Message, ProtocolError, Role, WebSocket,
-    WebSocketContext,
+    Buf, Bytes, CloseCode, CloseFrame, Config, Error, Message, Next, Operation, ProtocolError,
+    Role, WebSocket, WebSocketContext,
 };
 use support::{MockStream, ReadStep, WireFrame, frame, pair, parse_frames};
 
@@ -151,30 +151,35 @@ fn frames_after_the_peers_close_are_ignored() {
 fn context_reports_connection_closed_only_once_the_reply_is_out() {
     let mut ctx = WebSocketContext::new(Role::Server, Config::default());
     ctx.feed(&peer_close(Role::Server, 1000, "bye"));
+    // The reply goes out before the peer's close is handed over.
+    assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Transmit);
+    let mut output = ctx.output();
+    let reply = output.copy_to_bytes(output.remaining());
+    assert_eq!(parse_frames(&reply)[0].close_code(), Some(1000));
     assert_eq!(
-        ctx.next_message().unwrap(),
-        Some(Message::Close(Some(CloseFrame::new(
+        ctx.poll(Operation::Read).unwrap(),
+        Next::Flush,
+        "written but not yet flushed"
+    );
+    ctx.flushed();
+    assert_eq!(
+        ctx.poll(Operation::Read).unwrap(),
+        Next::Message(Message::Close(Some(CloseFrame::new(
             CloseCode::Normal,
             "bye"
         ))))
     );
-    assert!(!ctx.wants_input());
-    // The reply has not been handed to a socket yet.
-    assert_eq!(ctx.next_message().unwrap(), None);
-    ctx.prepare_output();
-    assert!(ctx.flush_owed(), "a close reply is owed a flush");
-    let reply = ctx.output_chunk().to_vec();
-    assert_eq!(parse_frames(&reply)[0].close_code(), Some(1000));
-    assert_eq!(ctx.next_message().unwrap(), None, "output not yet written");
-    ctx.advance_output(reply.len());
-    assert_eq!(
-        ctx.next_message().unwrap(),
-        None,
-        "written but not yet flushed"
-    );
-    ctx.on_flushed();
-    assert!(matches!(ctx.next_message(), Err(Error::ConnectionClosed)));
-    assert!(matches!(ctx.next_message(), Err(Error::AlreadyClosed)));
+    // The handshake is complete: the write side is shut down first.
+    assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Shutdown);
+    ctx.shut_down();
+    assert!(matches!(
+        ctx.poll(Operation::Read),
+        Err(Error::ConnectionClosed)
+    ));
+    assert!(matches!(
+        ctx.poll(Operation::Read),
+        Err(Error::AlreadyClosed)
+    ));
     assert!(ctx.is_terminated());
 }
 

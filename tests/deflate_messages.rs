@@ -9,7 +9,7 @@ mod support;
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::frame::OpCode;
 use lockgate::{Config, Error, Message, ProtocolError, Role, WebSocket, WebSocketContext};
-use support::{MockStream, frame, parse_frames};
+use support::{MockStream, frame, parse_frames, take_output};
 
 fn deflate_config() -> Config {
     Config::default().deflate(Some(DeflateConfig::default().min_compress_size(16)))
@@ -22,12 +22,7 @@ fn ctx(role: Role, config: Config, params: DeflateParams) -> WebSocketContext {
 /// Moves everything `from` has queued into `to`.
 #[cfg(feature = "deflate")]
 fn transfer(from: &mut WebSocketContext, to: &mut WebSocketContext) {
-    from.prepare_output();
-    while from.output_len() > 0 {
-        let chunk = from.output_chunk().to_vec();
-        to.feed(&chunk);
-        from.advance_output(chunk.len());
-    }
+    to.feed(&take_output(from));
 }
 
 #[cfg(feature = "deflate")]
@@ -76,8 +71,7 @@ fn messages_round_trip_compressed_in_both_directions_for_every_takeover_mix() {
                 plain_len += msg.len();
                 from.write(msg.clone()).unwrap();
             }
-            from.prepare_output();
-            let wire_len = from.output_len();
+            let wire_len = from.buffered_output();
             transfer(from, to);
             for msg in &sent {
                 assert_eq!(to.next_message().unwrap().as_ref(), Some(msg), "{params:?}");
@@ -187,14 +181,7 @@ fn bomb(zeros: usize) -> Vec<u8> {
         DeflateParams::default(),
     );
     client.write(Message::binary(vec![0u8; zeros])).unwrap();
-    client.prepare_output();
-    let mut wire = Vec::new();
-    while client.output_len() > 0 {
-        let chunk = client.output_chunk().to_vec();
-        wire.extend_from_slice(&chunk);
-        client.advance_output(chunk.len());
-    }
-    wire
+    take_output(&mut client)
 }
 
 #[cfg(feature = "deflate")]
@@ -259,8 +246,7 @@ fn compressed_text_that_inflates_to_bad_utf8_closes_with_1007() {
     client
         .write(Message::binary(b"valid start \xff\xfe invalid".repeat(4)))
         .unwrap();
-    client.prepare_output();
-    let mut wire = client.output_chunk().to_vec();
+    let mut wire = take_output(&mut client);
     wire[0] = (wire[0] & 0xF0) | OpCode::Text.as_u8();
     let mut server = ctx(Role::Server, deflate_config(), DeflateParams::default());
     server.feed(&wire);

@@ -12,7 +12,7 @@ mod support;
 
 use lockgate::deflate::DeflateParams;
 use lockgate::frame::OpCode;
-use lockgate::{Config, Message, Role, WebSocketContext};
+use lockgate::{Buf, Config, Message, Role, WebSocketContext};
 use properties::proptest_config;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -92,10 +92,11 @@ fn assert_same_messages(got: &[Message], want: &[Message]) {
 /// Drains up to `n` bytes of `ctx`'s output into `wire`: at most one
 /// contiguous chunk, advanced byte-accurately.
 fn drain(ctx: &mut WebSocketContext, n: usize, wire: &mut Vec<u8>) {
-    let chunk = ctx.output_chunk();
+    let mut output = ctx.output();
+    let chunk = output.chunk();
     let n = n.min(chunk.len());
     wire.extend_from_slice(&chunk[..n]);
-    ctx.advance_output(n);
+    output.advance(n);
 }
 
 /// Feeds `wire` to `ctx` in pieces of the sizes in `feed` (in turn) and
@@ -146,7 +147,6 @@ fn round_trip(
     let mut wire = Vec::new();
     let mut drains = drains.iter().cycle();
     for (msg, &uncompressed) in messages.iter().zip(uncompressed.iter().cycle()) {
-        tx.prepare_output();
         let written = if uncompressed {
             tx.write_uncompressed(msg.clone())
         } else {
@@ -155,7 +155,7 @@ fn round_trip(
         written.unwrap_or_else(|e| panic!("write {}: {e:?}", describe(msg)));
         drain(&mut tx, *drains.next().unwrap(), &mut wire);
     }
-    while tx.output_len() > 0 {
+    while tx.buffered_output() > 0 {
         drain(&mut tx, *drains.next().unwrap(), &mut wire);
     }
 

@@ -29,7 +29,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use futures_util::SinkExt;
-use lockgate::{Message, Role, Utf8Bytes, WebSocketContext};
+use lockgate::{Buf, Message, Role, Utf8Bytes, WebSocketContext};
 
 use crate::deflate::{check_response, lockgate_config, lockgate_params, yawc_accept, yawc_options};
 use crate::idle::{IdleRun, run_child};
@@ -121,13 +121,8 @@ fn client_frame(text: &str, mode: Mode) -> Vec<u8> {
         Some(lockgate_params(takeover)),
     );
     ctx.write(Message::text(text)).expect("compress");
-    let mut out = Vec::new();
-    while ctx.output_len() > 0 {
-        let chunk = ctx.output_chunk();
-        out.extend_from_slice(chunk);
-        let k = chunk.len();
-        ctx.advance_output(k);
-    }
+    let mut output = ctx.output();
+    let out = output.copy_to_bytes(output.remaining()).to_vec();
     assert_eq!(out[0], 0xC1, "not a compressed final text frame");
     out
 }

@@ -17,7 +17,7 @@ pub(crate) trait SyncLib {
     /// The library's message type.
     type Msg;
     /// Wraps an already-upgraded stream, default configuration.
-    fn wrap<S: Read + Write>(stream: S, server: bool) -> Self::Ws<S>;
+    fn wrap<S: Read + Write + 'static>(stream: S, server: bool) -> Self::Ws<S>;
     /// A text message from an owned string (no copy where the library allows).
     fn text(s: String) -> Self::Msg;
     /// A binary message.
@@ -100,7 +100,7 @@ pub(crate) struct Lockgate;
 impl SyncLib for Lockgate {
     type Ws<S: Read + Write> = lockgate::WebSocket<S>;
     type Msg = lockgate::Message;
-    fn wrap<S: Read + Write>(stream: S, server: bool) -> Self::Ws<S> {
+    fn wrap<S: Read + Write + 'static>(stream: S, server: bool) -> Self::Ws<S> {
         lockgate::WebSocket::from_raw_socket(stream, lg_role(server), lockgate::Config::default())
     }
     fn text(s: String) -> Self::Msg {
@@ -129,7 +129,7 @@ pub(crate) struct Tungstenite;
 impl SyncLib for Tungstenite {
     type Ws<S: Read + Write> = tungstenite::WebSocket<S>;
     type Msg = tungstenite::Message;
-    fn wrap<S: Read + Write>(stream: S, server: bool) -> Self::Ws<S> {
+    fn wrap<S: Read + Write + 'static>(stream: S, server: bool) -> Self::Ws<S> {
         tungstenite::WebSocket::from_raw_socket(stream, tung_role(server), None)
     }
     fn text(s: String) -> Self::Msg {

@@ -1,54 +1,87 @@
 //! [`WebSocketContext`]: the whole protocol, with no I/O.
 
+use std::time::Instant;
+
 use bytes::buf::Limit;
 use bytes::{Bytes, BytesMut};
 
 use crate::codec::FrameCodec;
 use crate::config::{Config, Role};
 use crate::deflate::DeflateParams;
+use crate::error::Result;
 use crate::error::{Error, ProtocolError};
 use crate::frame::CloseCode;
+use crate::message::Message;
 use crate::proto::assembler::Fragments;
 use crate::proto::compression::{self, Compression};
+#[cfg(doc)]
+use crate::proto::drive::Next;
+use crate::proto::drive::Operation;
 use crate::proto::state::State;
+use crate::proto::timers::Timer;
 use crate::proto::utf8_stream::Utf8Stream;
 
 /// The largest control frame payload (RFC 6455 section 5.5).
 pub(super) const MAX_CONTROL_PAYLOAD: usize = 125;
 
 /// One WebSocket connection's protocol state: bytes in, messages out;
-/// messages in, bytes out. It never touches a socket.
+/// messages in, bytes out. It never touches a socket and never reads a
+/// clock.
 ///
-/// Drivers ([`WebSocket`](crate::WebSocket) and the tokio adapter) call it
-/// in this pattern; any driver written against this contract behaves the
-/// same way.
+/// A driver ([`WebSocket`](crate::WebSocket), the tokio adapter, or your
+/// own) runs each of its caller's calls as an [`Operation`]: it asks
+/// [`poll`](Self::poll) what to do next, does that one thing to its stream,
+/// reports the outcome, and asks again until the answer is a message or
+/// [`Next::Done`]. Every protocol decision (when a pong goes out, when to
+/// flush, when the connection is over) is the context's; the driver only
+/// moves bytes and waits. [`Next`] has the full contract.
 ///
-/// **Inputs**
-/// - [`input_spare`](Self::input_spare) + [`commit_input`](Self::commit_input)
-///   (read straight into the buffer) or [`feed`](Self::feed): received bytes.
-/// - [`on_eof`](Self::on_eof): the stream ended.
-/// - [`on_read_wait`](Self::on_read_wait): the driver is about to wait for
-///   the peer (drained buffers are given back, so idle connections stay
-///   small).
+/// **Inputs** (what the stream gave)
+/// - [`input_buffer`](Self::input_buffer) + [`input_appended`](Self::input_appended),
+///   or [`input_spare`](Self::input_spare) + [`commit_input`](Self::commit_input),
+///   or [`feed`](Self::feed): received bytes.
+/// - [`input_ended`](Self::input_ended): the stream ended.
 ///
-/// **Commands**
-/// - [`write`](Self::write): encode a message into the out buffer (never
-///   refused for lack of a flush; refused with
-///   [`Error::WriteBufferFull`] past `max_write_buffer_size`).
+/// **Commands** (what the caller wants)
+/// - [`write`](Self::write) / [`write_uncompressed`](Self::write_uncompressed):
+///   encode a message into the out buffer (refused with
+///   [`Error::WriteBufferFull`] past `max_write_buffer_size`, never for lack
+///   of a flush).
+/// - [`flush`](Self::flush): everything out and the stream flushed.
 /// - [`close`](Self::close): start the closing handshake.
+/// - [`set_config`](Self::set_config).
 ///
-/// **Outputs**
-/// - [`next_message`](Self::next_message): the next message parsed from the
-///   received bytes, `Ok(None)` when more bytes are needed.
-/// - [`prepare_output`](Self::prepare_output): call first on every
-///   read/write/flush: it moves a queued pong or close reply into the out
-///   buffer and marks a flush as owed.
-/// - [`output_chunks`](Self::output_chunks) / [`advance_output`](Self::advance_output):
-///   the pending bytes, consumed byte-accurately after each socket write.
-/// - [`flush_owed`](Self::flush_owed) / [`on_flushed`](Self::on_flushed): a
-///   pong or close reply is in the out buffer and the driver must flush the
-///   socket once the buffer is written; nothing else is ever flushed
-///   implicitly.
+/// **Outputs** (what the driver does)
+/// - [`poll`](Self::poll): the next step of an [`Operation`].
+/// - [`output`](Self::output): the pending bytes as one [`bytes::Buf`];
+///   [`flushed`](Self::flushed), [`shut_down`](Self::shut_down),
+///   [`write_would_block`](Self::write_would_block) and
+///   [`io_error`](Self::io_error) report how the stream took them.
+/// - [`next_message`](Self::next_message): parse a message from the
+///   received bytes without driving any output (for tests and tools).
+///
+/// **Timers** (time is passed in)
+/// - [`waiting`](Self::waiting): the driver is about to wait; the deadline
+///   to wait until (keepalive ping, keepalive timeout, close timeout).
+/// - [`handle_timeout`](Self::handle_timeout): that deadline passed.
+///
+/// ```
+/// use lockgate::{Buf, Config, Message, Next, Operation, Role, WebSocketContext};
+///
+/// let mut ctx = WebSocketContext::new(Role::Server, Config::default());
+/// // A masked ping from the client arrives.
+/// ctx.feed(&[0x89, 0x80, 1, 2, 3, 4]);
+/// // The read answers it before handing it over: write, flush, then the message.
+/// assert_eq!(ctx.poll(Operation::Read)?, Next::Transmit);
+/// let mut output = ctx.output();
+/// assert_eq!(output.chunk(), &[0x8a, 0x00]); // the pong
+/// output.advance(2);
+/// assert_eq!(ctx.poll(Operation::Read)?, Next::Flush);
+/// ctx.flushed();
+/// assert!(matches!(ctx.poll(Operation::Read)?, Next::Message(Message::Ping(_))));
+/// assert_eq!(ctx.poll(Operation::Read)?, Next::Receive);
+/// # Ok::<(), lockgate::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct WebSocketContext {
     pub(super) role: Role,
@@ -73,6 +106,24 @@ pub struct WebSocketContext {
     pub(super) compression: Option<Box<Compression>>,
     /// The message being received is compressed: its inflated bytes so far.
     pub(super) inflating: Option<BytesMut>,
+    /// What a read reports once owed output had its chance to go out: a
+    /// message that queued a pong, or the error that failed the
+    /// connection. Boxed: rare, and idle connections many.
+    pub(super) delivered: Option<Box<Result<Message>>>,
+    /// The deadline the connection waits on, and what it means.
+    pub(super) deadline: Option<Instant>,
+    pub(super) timer: Timer,
+    /// The operation the driver last polled for.
+    pub(super) op: Operation,
+    /// A keepalive ping is due.
+    pub(super) pending_ping: bool,
+    /// The stream could not take owed output; the next read poll reads on.
+    pub(super) output_blocked: bool,
+    /// The caller asked for a flush that has not happened yet.
+    pub(super) flush_requested: bool,
+    /// The closing handshake is complete and the write side is to be shut
+    /// down before `read` reports it.
+    pub(super) shutting_down: bool,
 }
 
 impl WebSocketContext {
@@ -105,6 +156,14 @@ impl WebSocketContext {
             deflate: deflate.filter(|_| compression.is_some()),
             compression,
             inflating: None,
+            delivered: None,
+            deadline: None,
+            timer: Timer::default(),
+            op: Operation::default(),
+            pending_ping: false,
+            output_blocked: false,
+            flush_requested: false,
+            shutting_down: false,
         }
     }
 
@@ -157,6 +216,7 @@ impl WebSocketContext {
     /// If `n` exceeds the length of the space handed out.
     pub fn commit_input(&mut self, n: usize) {
         self.codec.input.commit(n);
+        self.timer.heard |= n > 0;
     }
 
     /// The receive buffer, with room reserved for the next read and limited
@@ -172,11 +232,13 @@ impl WebSocketContext {
     /// `n` bytes were appended to [`input_buffer`](Self::input_buffer).
     pub fn input_appended(&mut self, n: usize) {
         self.codec.input.appended(n);
+        self.timer.heard |= n > 0;
     }
 
     /// Appends received bytes (copying them).
     pub fn feed(&mut self, data: &[u8]) {
         self.codec.input.extend(data);
+        self.timer.heard |= !data.is_empty();
     }
 
     /// Received bytes not yet turned into messages.
@@ -184,17 +246,23 @@ impl WebSocketContext {
         self.codec.input.buffered()
     }
 
-    /// The stream ended. Returns the error `read` reports:
-    /// [`Error::ConnectionClosed`] after a completed closing handshake,
-    /// [`ProtocolError::ResetWithoutClosingHandshake`] otherwise.
-    pub fn on_eof(&mut self) -> Error {
+    /// The stream ended (a read returned 0 bytes). The next read poll
+    /// reports [`Error::ConnectionClosed`] after a completed closing
+    /// handshake, [`ProtocolError::ResetWithoutClosingHandshake`]
+    /// otherwise.
+    pub fn input_ended(&mut self) {
         let state = std::mem::replace(&mut self.state, State::Terminated);
         self.pending_pong = None;
-        match state {
-            State::CloseAcknowledged => Error::ConnectionClosed,
+        self.pending_ping = false;
+        let error = match state {
+            State::CloseAcknowledged => {
+                self.shutting_down = true;
+                Error::ConnectionClosed
+            }
             State::Terminated => Error::AlreadyClosed,
             _ => Error::Protocol(ProtocolError::ResetWithoutClosingHandshake),
-        }
+        };
+        self.delivered = Some(Box::new(Err(error)));
     }
 }
 
@@ -202,6 +270,7 @@ impl WebSocketContext {
 mod tests {
     use super::*;
     use crate::message::Message;
+    use bytes::Buf;
 
     #[test]
     fn a_burst_keeps_its_out_buffer_until_the_flush() {
@@ -211,12 +280,14 @@ mod tests {
             ctx.write(Message::Binary(payload.clone())).unwrap();
         }
         // Written out mid-burst (the buffer reached its size): kept.
-        ctx.advance_output(ctx.output_len());
+        let mut output = ctx.output();
+        output.advance(output.remaining());
         ctx.write(Message::Binary(payload.clone())).unwrap();
         assert!(ctx.codec.output.tail_capacity() > 0, "still allocated");
         // Written out and flushed: the connection may go idle.
-        ctx.advance_output(ctx.output_len());
-        ctx.on_flushed();
+        let mut output = ctx.output();
+        output.advance(output.remaining());
+        ctx.flushed();
         assert_eq!(ctx.codec.output.tail_capacity(), 0);
     }
 

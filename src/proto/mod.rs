@@ -5,9 +5,12 @@ mod assembler;
 mod close_payload;
 mod compression;
 mod context;
+mod drive;
 mod receive;
 mod send;
 mod state;
+mod timers;
 mod utf8_stream;
 
 pub use context::WebSocketContext;
+pub use drive::{Next, Operation, Output};

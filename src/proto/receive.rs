@@ -59,7 +59,7 @@ impl WebSocketContext {
 
     /// Fails the connection for `error`: queue the close frame its code
     /// calls for (unless we already sent one) and stop reading.
-    fn fail(&mut self, error: Error) -> Error {
+    pub(super) fn fail(&mut self, error: Error) -> Error {
         if let Some(code) = error.close_code() {
             if self.state == State::Active {
                 self.pending_close = Some(Some(code));

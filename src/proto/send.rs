@@ -1,8 +1,6 @@
 //! The send direction of [`WebSocketContext`]: messages in, bytes out.
 
-use std::io::IoSlice;
-
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 
 use crate::config::Role;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
@@ -131,17 +129,16 @@ impl WebSocketContext {
         }
     }
 
-    /// Moves a queued pong and close frame into the out buffer (after any
-    /// data already there) and marks a flush as owed. Call it at the start of
-    /// every read, write and flush.
+    /// Moves a queued pong, keepalive ping and close frame into the out
+    /// buffer (after any data already there) and marks a flush as owed.
     ///
     /// While an earlier pong still sits unflushed in the out buffer, a newer
     /// one stays queued (replacing older queued ones): a peer that pings
     /// without reading cannot grow the buffer.
     #[inline]
-    pub fn prepare_output(&mut self) {
+    pub(super) fn prepare_output(&mut self) {
         // Nearly every call finds nothing queued.
-        if self.pending_pong.is_some() || self.pending_close.is_some() {
+        if self.pending_pong.is_some() || self.pending_close.is_some() || self.pending_ping {
             self.move_queued_frames();
         }
     }
@@ -150,6 +147,10 @@ impl WebSocketContext {
         if self.pending_close.is_some() && self.flush_owed {
             // The close frame goes now; a pong may not follow it.
             self.pending_pong = None;
+        }
+        if std::mem::take(&mut self.pending_ping) && self.state == State::Active {
+            self.push_frame(OpCode::Ping, Bytes::new());
+            self.flush_owed = true;
         }
         if !self.flush_owed {
             if let Some(payload) = self.pending_pong.take() {
@@ -169,25 +170,12 @@ impl WebSocketContext {
         }
     }
 
-    /// Whether a pong or close frame is queued and not yet in the out buffer.
-    pub fn has_pending_system_frame(&self) -> bool {
-        self.pending_pong.is_some() || self.pending_close.is_some()
-    }
-
-    /// Whether the out buffer holds a pong or close frame the driver must
-    /// flush once it has written the buffer out.
-    pub fn flush_owed(&self) -> bool {
-        self.flush_owed
-    }
-
-    /// The driver wrote the whole out buffer and flushed the socket. If
-    /// [`has_pending_system_frame`](Self::has_pending_system_frame) is still
-    /// true, call [`prepare_output`](Self::prepare_output) and flush again.
-    pub fn on_flushed(&mut self) {
+    /// The driver wrote the whole out buffer and flushed the socket: a
+    /// flushed burst is where a connection may go idle (a task that only
+    /// writes never waits in a read to release buffers).
+    pub(super) fn on_flushed(&mut self) {
         if self.codec.output.is_empty() {
             self.flush_owed = false;
-            // A flushed burst is where a connection may go idle: a task
-            // that only writes never waits in a read to release buffers.
             self.codec.output.release_if_drained();
             if let Some(compression) = self.compression.as_mut() {
                 compression.release_idle();
@@ -195,51 +183,9 @@ impl WebSocketContext {
         }
     }
 
-    /// The driver is about to wait for the peer (a read found no data, or
-    /// a blocking read is next): a drained receive buffer, and a drained out
-    /// buffer larger than 64 KiB, are given back, so an idle connection
-    /// holds almost no memory. (A flush gives back the out buffer too.)
-    /// While messages flow, both allocations are kept and reused.
-    #[inline]
-    pub fn on_read_wait(&mut self) {
-        self.codec.input.release_if_drained();
-        self.codec.output.release_if_drained();
-    }
-
-    /// Bytes in the out buffer.
-    pub fn output_len(&self) -> usize {
+    /// Bytes written but not yet handed to the stream.
+    pub fn buffered_output(&self) -> usize {
         self.codec.output.len()
-    }
-
-    /// Whether `write` has filled the out buffer to `write_buffer_size`, at
-    /// which point the driver writes it out (without flushing).
-    pub fn should_write_out(&self) -> bool {
-        !self.codec.output.is_empty() && self.codec.output.len() >= self.config.write_buffer_size
-    }
-
-    /// The first contiguous slice of pending output.
-    pub fn output_chunk(&self) -> &[u8] {
-        self.codec.output.chunk()
-    }
-
-    /// How many slices the pending output occupies.
-    pub fn output_chunk_count(&self) -> usize {
-        self.codec.output.chunk_count()
-    }
-
-    /// Fills `dst` with the pending output slices, for a vectored write;
-    /// returns how many were filled.
-    pub fn output_chunks<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
-        self.codec.output.slices(dst)
-    }
-
-    /// The socket accepted `n` bytes of pending output.
-    ///
-    /// # Panics
-    ///
-    /// If `n` exceeds [`output_len`](Self::output_len).
-    pub fn advance_output(&mut self, n: usize) {
-        self.codec.output.advance(n);
     }
 
     #[inline]

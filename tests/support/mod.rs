@@ -15,8 +15,9 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
 use std::rc::Rc;
 
+use bytes::Buf;
 use lockgate::frame::{FrameHeader, HeaderParse, MAX_HEADER_LEN, OpCode, apply_mask};
-use lockgate::{Config, Role, WebSocket, WebSocketContext};
+use lockgate::{Config, Next, Operation, Role, WebSocket, WebSocketContext};
 
 /// What the mock does on one `read` call.
 #[derive(Debug, Clone)]
@@ -309,14 +310,20 @@ pub fn parse_frames(mut wire: &[u8]) -> Vec<WireFrame> {
 /// Writes the context's pending output out and flushes, as a driver
 /// would, returning the bytes.
 pub fn take_output(ctx: &mut WebSocketContext) -> Vec<u8> {
-    ctx.prepare_output();
     let mut out = Vec::new();
-    while ctx.output_len() > 0 {
-        let chunk = ctx.output_chunk();
-        out.extend_from_slice(chunk);
-        let n = chunk.len();
-        ctx.advance_output(n);
+    ctx.flush();
+    loop {
+        match ctx.poll(Operation::Write).expect("a flush does not fail") {
+            Next::Transmit => {
+                let mut output = ctx.output();
+                let chunk = output.chunk();
+                out.extend_from_slice(chunk);
+                let n = chunk.len();
+                output.advance(n);
+            }
+            Next::Flush => ctx.flushed(),
+            Next::Done => return out,
+            other => panic!("a flush asked for {other:?}"),
+        }
     }
-    ctx.on_flushed();
-    out
 }

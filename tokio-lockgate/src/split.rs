@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use futures_core::Stream;
 use futures_sink::Sink;
-use lockgate::{CloseFrame, Error, Message, Result};
+use lockgate::{CloseFrame, Config, Error, Message, Operation, Result};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::core::Core;
@@ -90,22 +90,25 @@ fn poll_shared<S, T>(
     f(&mut lock(shared), cx, &mut wcx)
 }
 
+/// Polls `op` for the read half: its task waits for input and deadlines.
 fn poll_read_half<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared<S>,
     cx: &mut Context<'_>,
-) -> Poll<Result<Message>> {
+) -> Poll<Result<Option<Message>>> {
     poll_shared(shared, &shared.wakers.read_half, cx, |core, cx, wcx| {
-        core.poll_read(cx, wcx)
+        core.poll_op(Operation::Read, cx, wcx)
     })
 }
 
-fn poll_write_half<S, T>(
+/// Polls `op` (a write or flush) for the write half.
+fn poll_write_half<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared<S>,
+    op: Operation,
     cx: &mut Context<'_>,
-    f: impl FnOnce(&mut Core<S>, &mut Context<'_>) -> Poll<T>,
-) -> Poll<T> {
+) -> Poll<Result<()>> {
     poll_shared(shared, &shared.wakers.write_half, cx, |core, _, wcx| {
-        f(core, wcx)
+        let mut wcx2 = Context::from_waker(wcx.waker());
+        core.poll_op(op, wcx, &mut wcx2).map_ok(drop)
     })
 }
 
@@ -141,6 +144,35 @@ pub struct WebSocketWriteHalf<S> {
     shared: Shared<S>,
 }
 
+impl<S> WebSocketReadHalf<S> {
+    /// Bytes received but not yet returned as messages: when non-zero, the
+    /// next [`read`](Self::read) may complete without waiting for the
+    /// socket.
+    pub fn buffered_input(&self) -> usize {
+        lock(&self.shared).context.buffered_input()
+    }
+
+    /// Bytes written (by either half) but not yet handed to the stream.
+    pub fn buffered_output(&self) -> usize {
+        lock(&self.shared).context.buffered_output()
+    }
+
+    /// Whether more messages can be read.
+    pub fn can_read(&self) -> bool {
+        !lock(&self.shared).context.is_terminated()
+    }
+
+    /// The configuration (a copy: the halves share it).
+    pub fn config(&self) -> Config {
+        *lock(&self.shared).context.config()
+    }
+
+    /// Replaces the configuration of the connection (both halves).
+    pub fn set_config(&self, config: Config) {
+        lock(&self.shared).context.set_config(config);
+    }
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketReadHalf<S> {
     /// Reads the next message; see [`WebSocketStream::read`]. Cancel-safe.
     ///
@@ -148,7 +180,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketReadHalf<S> {
     ///
     /// As for [`WebSocketStream::read`].
     pub async fn read(&mut self) -> Result<Message> {
-        poll_fn(|cx| poll_read_half(&self.shared, cx)).await
+        let msg = poll_fn(|cx| poll_read_half(&self.shared, cx)).await?;
+        Ok(msg.expect("a read ends with a message"))
     }
 
     /// Whether `other` is the write half split from the same stream.
@@ -174,7 +207,37 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketReadHalf<S> {
             .core
             .into_inner()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        Ok(WebSocketStream::from_context(core.stream, core.context))
+        Ok(WebSocketStream::from_core(core))
+    }
+}
+
+impl<S> WebSocketWriteHalf<S> {
+    /// Bytes written but not yet handed to the stream.
+    pub fn buffered_output(&self) -> usize {
+        lock(&self.shared).context.buffered_output()
+    }
+
+    /// Bytes received (by the read half) but not yet returned as messages:
+    /// when non-zero, more messages are on their way to the reader, so a
+    /// reply can wait for them before a flush.
+    pub fn buffered_input(&self) -> usize {
+        lock(&self.shared).context.buffered_input()
+    }
+
+    /// Whether the connection still reads (a close has not completed and
+    /// it has not failed).
+    pub fn can_read(&self) -> bool {
+        !lock(&self.shared).context.is_terminated()
+    }
+
+    /// The configuration (a copy: the halves share it).
+    pub fn config(&self) -> Config {
+        *lock(&self.shared).context.config()
+    }
+
+    /// Replaces the configuration of the connection (both halves).
+    pub fn set_config(&self, config: Config) {
+        lock(&self.shared).context.set_config(config);
     }
 }
 
@@ -185,15 +248,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
     ///
     /// As for [`WebSocketStream::write`].
     pub async fn write(&mut self, msg: Message) -> Result<()> {
-        {
-            let mut core = lock(&self.shared);
-            core.context.prepare_output();
-            core.context.write(msg)?;
-            if !core.write_out_due() {
-                return Ok(());
-            }
-        }
-        poll_fn(|cx| poll_write_half(&self.shared, cx, Core::poll_after_write)).await
+        lock(&self.shared).context.write(msg)?;
+        poll_fn(|cx| poll_write_half(&self.shared, Operation::Write, cx)).await
+    }
+
+    /// [`write`](Self::write), but never compressed; see
+    /// [`WebSocketStream::write_uncompressed`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write).
+    pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
+        lock(&self.shared).context.write_uncompressed(msg)?;
+        poll_fn(|cx| poll_write_half(&self.shared, Operation::Write, cx)).await
     }
 
     /// Writes everything and flushes; see [`WebSocketStream::flush`].
@@ -202,7 +269,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
     ///
     /// [`Error::Io`].
     pub async fn flush(&mut self) -> Result<()> {
-        poll_fn(|cx| poll_write_half(&self.shared, cx, Core::poll_flush)).await
+        lock(&self.shared).context.flush();
+        poll_fn(|cx| poll_write_half(&self.shared, Operation::Write, cx)).await
     }
 
     /// [`write`](Self::write) then [`flush`](Self::flush).
@@ -211,11 +279,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
     ///
     /// As for both.
     pub async fn send(&mut self, msg: Message) -> Result<()> {
-        {
-            let mut core = lock(&self.shared);
-            core.context.prepare_output();
-            core.context.write(msg)?;
-        }
+        lock(&self.shared).context.write(msg)?;
         self.flush().await
     }
 
@@ -247,26 +311,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketWriteHalf<S> 
     type Error = Error;
 
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        poll_write_half(&self.shared, cx, Core::poll_after_write)
+        poll_write_half(&self.shared, Operation::Write, cx)
     }
 
     fn start_send(self: Pin<&mut Self>, msg: Message) -> Result<()> {
-        let mut core = lock(&self.shared);
-        core.context.prepare_output();
-        core.context.write(msg)
+        lock(&self.shared).context.write(msg)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        poll_write_half(&self.shared, cx, Core::poll_flush)
+        lock(&self.shared).context.flush();
+        poll_write_half(&self.shared, Operation::Write, cx)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        poll_write_half(&self.shared, cx, |core, wcx| {
-            match core.context.close(None) {
+        {
+            let context = &mut lock(&self.shared).context;
+            match context.close(None) {
                 Ok(()) | Err(Error::AlreadyClosed) => {}
                 Err(e) => return Poll::Ready(Err(e)),
             }
-            core.poll_flush(wcx)
-        })
+            context.flush();
+        }
+        poll_write_half(&self.shared, Operation::Write, cx)
     }
 }

@@ -6,7 +6,7 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 use futures_sink::Sink;
-use lockgate::{CloseFrame, Config, Error, Message, Result, Role, WebSocketContext};
+use lockgate::{CloseFrame, Config, Error, Message, Operation, Result, Role, WebSocketContext};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::core::Core;
@@ -113,9 +113,20 @@ impl<S> WebSocketStream<S> {
         self.core.context.config()
     }
 
+    /// Replaces the configuration; limits and deadlines apply from the
+    /// next frame and the next wait.
+    pub fn set_config(&mut self, config: Config) {
+        self.core.context.set_config(config);
+    }
+
+    /// Whether more messages can be read.
+    pub fn can_read(&self) -> bool {
+        !self.core.context.is_terminated()
+    }
+
     /// Bytes written but not yet handed to the stream.
     pub fn buffered_output(&self) -> usize {
-        self.core.context.output_len()
+        self.core.context.buffered_output()
     }
 
     /// Bytes received but not yet returned as messages: when non-zero, the
@@ -128,26 +139,40 @@ impl<S> WebSocketStream<S> {
     pub(crate) fn into_core(self) -> Core<S> {
         self.core
     }
+
+    pub(crate) fn from_core(core: Core<S>) -> Self {
+        Self { core, ended: false }
+    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
+    /// Runs `op` on the connection until it completes.
+    async fn run(&mut self, op: Operation) -> Result<Option<Message>> {
+        poll_fn(|cx| {
+            let mut wcx = Context::from_waker(cx.waker());
+            self.core.poll_op(op, cx, &mut wcx)
+        })
+        .await
+    }
+
     /// Reads the next message. Cancel-safe.
     ///
     /// Pings, pongs and the peer's close are returned too; the pong and the
-    /// close reply are queued and sent for you.
+    /// close reply are queued and sent for you. Keepalive pings go out and
+    /// the keepalive and close deadlines are enforced while it waits.
     ///
     /// # Errors
     ///
     /// As for the core's [`WebSocket::read`](lockgate::WebSocket::read):
-    /// [`Error::ConnectionClosed`] once the closing handshake completes,
-    /// then [`Error::AlreadyClosed`]; a protocol or capacity error after the
-    /// matching close frame was sent.
+    /// [`Error::ConnectionClosed`] once the closing handshake completes
+    /// (after the write side was shut down), then [`Error::AlreadyClosed`];
+    /// a protocol or capacity error after the matching close frame was
+    /// sent; [`Error::Timeout`] when a deadline passed.
     pub async fn read(&mut self) -> Result<Message> {
-        poll_fn(|cx| {
-            let mut wcx = Context::from_waker(cx.waker());
-            self.core.poll_read(cx, &mut wcx)
-        })
-        .await
+        Ok(self
+            .run(Operation::Read)
+            .await?
+            .expect("a read ends with a message"))
     }
 
     /// Queues `msg` without flushing (the message is accepted on the first
@@ -160,13 +185,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// as for [`WebSocketContext::write`]. An I/O error after acceptance
     /// means the message is queued and the stream failed.
     pub async fn write(&mut self, msg: Message) -> Result<()> {
-        self.core.context.prepare_output();
         self.core.context.write(msg)?;
-        if !self.core.write_out_due() {
-            // The common case: queued, nothing to write yet.
-            return Ok(());
-        }
-        poll_fn(|cx| self.core.poll_after_write(cx)).await
+        self.run(Operation::Write).await.map(drop)
     }
 
     /// [`write`](Self::write), but never compressed, whatever
@@ -177,13 +197,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     ///
     /// As for [`write`](Self::write).
     pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
-        self.core.context.prepare_output();
         self.core.context.write_uncompressed(msg)?;
-        if !self.core.write_out_due() {
-            // The common case: queued, nothing to write yet.
-            return Ok(());
-        }
-        poll_fn(|cx| self.core.poll_after_write(cx)).await
+        self.run(Operation::Write).await.map(drop)
     }
 
     /// Writes everything queued and flushes the stream. Cancel-safe.
@@ -192,7 +207,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     ///
     /// [`Error::Io`].
     pub async fn flush(&mut self) -> Result<()> {
-        poll_fn(|cx| self.core.poll_flush(cx)).await
+        self.core.context.flush();
+        self.run(Operation::Write).await.map(drop)
     }
 
     /// [`write`](Self::write) then [`flush`](Self::flush).
@@ -201,9 +217,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     ///
     /// As for both.
     pub async fn send(&mut self, msg: Message) -> Result<()> {
-        self.core.context.prepare_output();
         self.core.context.write(msg)?;
-        poll_fn(|cx| self.core.poll_flush(cx)).await
+        self.flush().await
     }
 
     /// Starts the closing handshake: queues a close frame and flushes. Keep
@@ -215,24 +230,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// [`Error::AlreadyClosed`] once the connection is over; [`Error::Io`].
     pub async fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
         self.core.context.close(frame)?;
-        poll_fn(|cx| self.core.poll_flush(cx)).await
+        self.flush().await
     }
 
     /// Splits into a read half and a write half that can move to different
-    /// tasks. Pongs owed by the read half are written by it.
+    /// tasks. Pongs owed by the read half are written by it, and the read
+    /// half's waits enforce the deadlines.
     pub fn split(self) -> (WebSocketReadHalf<S>, WebSocketWriteHalf<S>) {
         split(self)
+    }
+
+    /// Polls `op` from a `Stream`/`Sink` method.
+    fn poll_op(&mut self, op: Operation, cx: &mut Context<'_>) -> Poll<Result<Option<Message>>> {
+        let mut wcx = Context::from_waker(cx.waker());
+        self.core.poll_op(op, cx, &mut wcx)
     }
 }
 
 /// Maps the end of the closing handshake to the end of the stream.
-pub(crate) fn stream_item(result: Result<Message>, ended: &mut bool) -> Option<Result<Message>> {
+pub(crate) fn stream_item(
+    result: Result<Option<Message>>,
+    ended: &mut bool,
+) -> Option<Result<Message>> {
     match result {
         Err(Error::ConnectionClosed | Error::AlreadyClosed) => {
             *ended = true;
             None
         }
-        other => Some(other),
+        other => Some(other.map(|msg| msg.expect("a read ends with a message"))),
     }
 }
 
@@ -246,9 +271,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Stream for WebSocketStream<S> {
         if this.ended {
             return Poll::Ready(None);
         }
-        let mut wcx = Context::from_waker(cx.waker());
-        this.core
-            .poll_read(cx, &mut wcx)
+        this.poll_op(Operation::Read, cx)
             .map(|result| stream_item(result, &mut this.ended))
     }
 }
@@ -259,29 +282,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketStream<S> {
     /// Ready once the out buffer is below `write_buffer_size` (it writes, it
     /// does not flush) and any owed pong or close reply is out.
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        self.get_mut().core.poll_after_write(cx)
+        self.get_mut().poll_op(Operation::Write, cx).map_ok(drop)
     }
 
     /// Queues the message ([`SinkExt::feed`](https://docs.rs/futures/latest/futures/sink/trait.SinkExt.html#method.feed)
     /// of many, then one flush, costs one socket flush).
     fn start_send(self: Pin<&mut Self>, msg: Message) -> Result<()> {
-        let context = &mut self.get_mut().core.context;
-        context.prepare_output();
-        context.write(msg)
+        self.get_mut().core.context.write(msg)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        self.get_mut().core.poll_flush(cx)
+        let this = self.get_mut();
+        this.core.context.flush();
+        this.poll_op(Operation::Write, cx).map_ok(drop)
     }
 
     /// Sends a close frame (if none was sent) and flushes. Read on to
     /// complete the closing handshake.
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let core = &mut self.get_mut().core;
-        match core.context.close(None) {
+        let this = self.get_mut();
+        match this.core.context.close(None) {
             Ok(()) | Err(Error::AlreadyClosed) => {}
             Err(e) => return Poll::Ready(Err(e)),
         }
-        core.poll_flush(cx)
+        this.core.context.flush();
+        this.poll_op(Operation::Write, cx).map_ok(drop)
     }
 }

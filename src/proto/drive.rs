@@ -1,0 +1,257 @@
+//! The driver seam: a driver asks the context what to do next for the
+//! operation its caller is running, does that one thing to its stream, and
+//! reports back. Every protocol decision is here; drivers only move bytes
+//! and wait.
+
+use std::io::{self, IoSlice};
+
+use bytes::Buf;
+
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::proto::context::WebSocketContext;
+use crate::proto::state::State;
+
+/// The operation a driver is running for its caller; see
+/// [`WebSocketContext::poll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Operation {
+    /// `read`: the next message. Owed pongs and close replies go out on the
+    /// way; keepalive and close deadlines apply while it waits.
+    #[default]
+    Read,
+    /// What `write`, `flush` and `close` owe: the out buffer written out
+    /// (not flushed) once it reached `write_buffer_size`; written and
+    /// flushed if a pong, keepalive ping or close frame is in it, or the
+    /// caller asked for a [`flush`](WebSocketContext::flush).
+    Write,
+}
+
+/// What the driver does next; the answer of [`WebSocketContext::poll`].
+///
+/// After doing it, the driver reports the outcome and asks again:
+///
+/// | answer | do | then report |
+/// |---|---|---|
+/// | `Transmit` | write [`output`](WebSocketContext::output) to the stream (one write, vectored if it can) | `Buf::advance` on the output |
+/// | `Flush` | flush the stream | [`flushed`](WebSocketContext::flushed) |
+/// | `Receive` | read from the stream into [`input_buffer`](WebSocketContext::input_buffer) or [`input_spare`](WebSocketContext::input_spare) | [`input_appended`](WebSocketContext::input_appended) / [`commit_input`](WebSocketContext::commit_input), or [`input_ended`](WebSocketContext::input_ended) on end of stream |
+/// | `Shutdown` | shut down the stream's write side (no-op if it has none) | [`shut_down`](WebSocketContext::shut_down) |
+/// | `Message` | return it | - |
+/// | `Done` | return | - |
+///
+/// When the stream cannot take output now, call
+/// [`write_would_block`](WebSocketContext::write_would_block); when it has
+/// no input, wait for it, no later than the deadline of
+/// [`waiting`](WebSocketContext::waiting). An I/O error goes through
+/// [`io_error`](WebSocketContext::io_error).
+#[must_use = "the driver must act on the answer and ask again"]
+#[derive(Debug, PartialEq)]
+pub enum Next {
+    /// Write the pending output to the stream.
+    Transmit,
+    /// The output is written: flush the stream.
+    Flush,
+    /// More bytes from the peer are needed.
+    Receive,
+    /// The closing handshake is complete: shut down the write side, so a
+    /// peer waiting for our FIN can finish (RFC 6455 section 5.5.1).
+    Shutdown,
+    /// [`Operation::Read`] produced a message.
+    Message(Message),
+    /// The operation is complete.
+    Done,
+}
+
+impl WebSocketContext {
+    /// What the driver of `op` does next. See [`Next`] for the contract.
+    ///
+    /// # Errors
+    ///
+    /// Those of the operation: for [`Operation::Read`], the errors of
+    /// [`next_message`](Self::next_message) (a failing connection reports
+    /// its error after its close frame was given a chance to go out), a
+    /// passed deadline as [`Error::Timeout`], and the end of the stream.
+    /// [`Operation::Write`] does not fail here.
+    #[inline]
+    pub fn poll(&mut self, op: Operation) -> Result<Next> {
+        self.op = op;
+        self.prepare_output();
+        match op {
+            Operation::Read => self.poll_read(),
+            Operation::Write if self.flush_owed || self.flush_requested => {
+                Ok(self.drain_and_flush())
+            }
+            Operation::Write if self.should_write_out() => Ok(Next::Transmit),
+            Operation::Write => Ok(Next::Done),
+        }
+    }
+
+    /// The caller asked for a flush: the next [`Operation::Write`] writes
+    /// everything out and flushes the stream (once, even if nothing is
+    /// buffered: the stream may hold bytes of its own).
+    pub fn flush(&mut self) {
+        self.flush_requested = true;
+    }
+
+    /// The pending output as one [`Buf`]: write its chunks (all of them at
+    /// once with `chunks_vectored`, as tokio's `poll_write_buf` does) and
+    /// `advance` it by what the stream took.
+    pub fn output(&mut self) -> Output<'_> {
+        Output { context: self }
+    }
+
+    /// The stream could not take output now. Returns `true` if the driver
+    /// must wait for it (return `Pending` or the would-block error), `false`
+    /// if it should ask again at once: a read goes on reading while an
+    /// owed pong waits, since the peer may be waiting for us to read.
+    pub fn write_would_block(&mut self) -> bool {
+        let read_on =
+            self.op == Operation::Read && (self.delivered.is_some() || self.state.can_receive());
+        self.output_blocked = read_on;
+        !read_on
+    }
+
+    /// The stream was flushed.
+    pub fn flushed(&mut self) {
+        self.flush_requested = false;
+        self.on_flushed();
+    }
+
+    /// The stream's write side was shut down (or could not be, or has no
+    /// such thing).
+    pub fn shut_down(&mut self) {
+        self.shutting_down = false;
+    }
+
+    /// An I/O operation failed: the error to report. A connection that is
+    /// failing for a protocol error reports that error, not the failure to
+    /// tell the peer; a message already parsed stays for the next read.
+    pub fn io_error(&mut self, error: io::Error) -> Error {
+        self.shutting_down = false;
+        match self.delivered.take() {
+            Some(pending) if pending.is_err() => pending.err().expect("checked"),
+            pending => {
+                self.delivered = pending;
+                Error::Io(error)
+            }
+        }
+    }
+
+    fn poll_read(&mut self) -> Result<Next> {
+        // Only the poll right after a blocked write skips the output.
+        let may_output = !std::mem::take(&mut self.output_blocked);
+        if may_output {
+            if let Some(next) = self.owed_output() {
+                return Ok(next);
+            }
+        }
+        if self.shutting_down {
+            return Ok(Next::Shutdown);
+        }
+        if let Some(pending) = self.delivered.take() {
+            return (*pending).map(Next::Message);
+        }
+        match self.next_message() {
+            Ok(Some(msg)) => {
+                self.prepare_output();
+                if may_output {
+                    if let Some(next) = self.owed_output() {
+                        // The pong or close reply goes out before the
+                        // message is returned, unless the stream is full.
+                        self.delivered = Some(Box::new(Ok(msg)));
+                        return Ok(next);
+                    }
+                }
+                Ok(Next::Message(msg))
+            }
+            Ok(None) if self.state.can_receive() => Ok(Next::Receive),
+            // Closing: what is left is draining our output.
+            Ok(None) => Ok(self.drain_and_flush()),
+            Err(Error::ConnectionClosed) => {
+                self.delivered = Some(Box::new(Err(Error::ConnectionClosed)));
+                self.shutting_down = true;
+                Ok(Next::Shutdown)
+            }
+            Err(error) => {
+                self.prepare_output();
+                match self.owed_output() {
+                    // Best effort: the connection is failing anyway.
+                    Some(next) if error.close_code().is_some() => {
+                        self.delivered = Some(Box::new(Err(error)));
+                        Ok(next)
+                    }
+                    _ => Err(error),
+                }
+            }
+        }
+    }
+
+    /// The step that delivers a pong, keepalive ping or close frame in the
+    /// out buffer: write it (and whatever data is ahead of it) and flush.
+    fn owed_output(&self) -> Option<Next> {
+        if !self.flush_owed {
+            None
+        } else if self.codec.output.is_empty() {
+            Some(Next::Flush)
+        } else {
+            Some(Next::Transmit)
+        }
+    }
+
+    fn drain_and_flush(&self) -> Next {
+        if !self.codec.output.is_empty() {
+            Next::Transmit
+        } else if self.flush_requested || self.flush_owed {
+            Next::Flush
+        } else {
+            Next::Done
+        }
+    }
+
+    fn should_write_out(&self) -> bool {
+        !self.codec.output.is_empty() && self.codec.output.len() >= self.config.write_buffer_size
+    }
+
+    /// The connection failed (a deadline passed): `read` reports `error`
+    /// once the close frame, if any, had its chance to go out.
+    pub(super) fn deliver_failure(&mut self, error: Error) {
+        let error = self.fail(error);
+        self.delivered = Some(Box::new(Err(error)));
+        if self.state != State::Terminated {
+            self.state = State::Terminated;
+        }
+    }
+}
+
+/// The pending output of a [`WebSocketContext`], as a [`Buf`] whose
+/// `advance` records what the stream took.
+#[derive(Debug)]
+pub struct Output<'a> {
+    context: &'a mut WebSocketContext,
+}
+
+impl Buf for Output<'_> {
+    #[inline]
+    fn remaining(&self) -> usize {
+        self.context.codec.output.remaining()
+    }
+
+    #[inline]
+    fn chunk(&self) -> &[u8] {
+        self.context.codec.output.chunk()
+    }
+
+    #[inline]
+    fn chunks_vectored<'b>(&'b self, dst: &mut [IoSlice<'b>]) -> usize {
+        self.context.codec.output.chunks_vectored(dst)
+    }
+
+    /// # Panics
+    ///
+    /// If `cnt` exceeds what remains.
+    #[inline]
+    fn advance(&mut self, cnt: usize) {
+        self.context.codec.output.advance(cnt);
+    }
+}
