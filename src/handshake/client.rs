@@ -384,6 +384,11 @@ impl ClientHandshake {
         &self.request
     }
 
+    /// Moves the request out, for a handshake that has finished.
+    pub(super) fn take_request(&mut self) -> Request<()> {
+        std::mem::take(&mut self.request)
+    }
+
     /// Takes bytes read from the connection. Returns `Ok(None)` while the
     /// response head is incomplete, and the response once it is complete
     /// and valid.
