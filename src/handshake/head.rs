@@ -561,97 +561,47 @@ mod tests {
     #[test]
     fn input_that_cannot_be_a_head_fails_at_the_first_byte_that_shows_it() {
         use HeadKind::{Request, Response};
+        const NOT_GET: &str = "BadRequest(\"the method is not GET\")";
+        const NOT_11: &str = "BadRequest(\"HTTP/1.1 is required\")";
+        const NOT_11_RESPONSE: &str =
+            "BadResponse(\"the status line does not start with HTTP/1.1\")";
+        const TOKEN: &str = "Parse(Token)";
+        const VERSION: &str = "Parse(Version)";
+        const NEWLINE: &str = "Parse(NewLine)";
+        const NAME: &str = "Parse(HeaderName)";
+        const VALUE: &str = "Parse(HeaderValue)";
+        const STATUS: &str = "Parse(Status)";
         // (kind, input, error, the 1-based index of the refused byte)
         let cases: &[(HeadKind, &[u8], &str, usize)] = &[
-            (Request, b"\x16\x03\x01\x02\x00", "Parse(Token)", 1),
-            (Request, b"\0GET / HTTP/1.1\r\n", "Parse(Token)", 1),
-            (Request, b"\r\n\r\n\x01", "Parse(Token)", 5),
-            (Request, b" GET", "Parse(Token)", 1),
-            (
-                Request,
-                b"POST / HTTP/1.1\r\n",
-                "BadRequest(\"the method is not GET\")",
-                1,
-            ),
-            (
-                Request,
-                b"GETS / HTTP/1.1\r\n",
-                "BadRequest(\"the method is not GET\")",
-                4,
-            ),
-            (Request, b"GET\r\n", "Parse(Token)", 4),
-            (Request, b"GET  / HTTP/1.1\r\n", "Parse(Token)", 5),
-            (Request, b"GET /a\0b HTTP/1.1\r\n", "Parse(Token)", 7),
-            (Request, b"GET /\x7f HTTP/1.1\r\n", "Parse(Token)", 6),
-            (Request, b"GET /\r\n", "Parse(Token)", 6),
-            (
-                Request,
-                b"GET / HTTP/1.0\r\n",
-                "BadRequest(\"HTTP/1.1 is required\")",
-                14,
-            ),
-            (Request, b"GET / HTTP/2\r\n", "Parse(Version)", 12),
-            (Request, b"GET / http/1.1\r\n", "Parse(Version)", 7),
-            (Request, b"GET / HTTP/1.1 \r\n", "Parse(NewLine)", 15),
-            (Request, b"GET / HTTP/1.1\rX", "Parse(NewLine)", 16),
-            (
-                Request,
-                b"GET / HTTP/1.1\r\n Host: a\r\n",
-                "Parse(HeaderName)",
-                17,
-            ),
-            (
-                Request,
-                b"GET / HTTP/1.1\r\nHost : a\r\n",
-                "Parse(HeaderName)",
-                21,
-            ),
-            (
-                Request,
-                b"GET / HTTP/1.1\r\nHost\r\n",
-                "Parse(HeaderName)",
-                21,
-            ),
-            (
-                Request,
-                b"GET / HTTP/1.1\r\n: a\r\n",
-                "Parse(HeaderName)",
-                17,
-            ),
-            (
-                Request,
-                b"GET / HTTP/1.1\r\nA: \x01\r\n",
-                "Parse(HeaderValue)",
-                20,
-            ),
-            (
-                Request,
-                b"GET / HTTP/1.1\r\nA: \r\r\n",
-                "Parse(NewLine)",
-                21,
-            ),
-            (
-                Response,
-                b"SSH-2.0-OpenSSH\r\n",
-                "BadResponse(\"the status line does not start with HTTP/1.1\")",
-                1,
-            ),
-            (
-                Response,
-                b"HTTP/1.0 101 OK\r\n",
-                "BadResponse(\"the status line does not start with HTTP/1.1\")",
-                8,
-            ),
-            (
-                Response,
-                b"HTTP/1.1\r\n",
-                "BadResponse(\"the status line does not start with HTTP/1.1\")",
-                9,
-            ),
-            (Response, b"HTTP/1.1 1o1 OK\r\n", "Parse(Status)", 11),
-            (Response, b"HTTP/1.1 1010 OK\r\n", "Parse(Status)", 13),
-            (Response, b"HTTP/1.1 10\r\n", "Parse(Status)", 12),
-            (Response, b"HTTP/1.1 101 OK\x00\r\n", "Parse(Status)", 16),
+            (Request, b"\x16\x03\x01\x02\x00", TOKEN, 1),
+            (Request, b"\0GET / HTTP/1.1\r\n", TOKEN, 1),
+            (Request, b"\r\n\r\n\x01", TOKEN, 5),
+            (Request, b" GET", TOKEN, 1),
+            (Request, b"POST / HTTP/1.1\r\n", NOT_GET, 1),
+            (Request, b"GETS / HTTP/1.1\r\n", NOT_GET, 4),
+            (Request, b"GET\r\n", TOKEN, 4),
+            (Request, b"GET  / HTTP/1.1\r\n", TOKEN, 5),
+            (Request, b"GET /a\0b HTTP/1.1\r\n", TOKEN, 7),
+            (Request, b"GET /\x7f HTTP/1.1\r\n", TOKEN, 6),
+            (Request, b"GET /\r\n", TOKEN, 6),
+            (Request, b"GET / HTTP/1.0\r\n", NOT_11, 14),
+            (Request, b"GET / HTTP/2\r\n", VERSION, 12),
+            (Request, b"GET / http/1.1\r\n", VERSION, 7),
+            (Request, b"GET / HTTP/1.1 \r\n", NEWLINE, 15),
+            (Request, b"GET / HTTP/1.1\rX", NEWLINE, 16),
+            (Request, b"GET / HTTP/1.1\r\n Host: a\r\n", NAME, 17),
+            (Request, b"GET / HTTP/1.1\r\nHost : a\r\n", NAME, 21),
+            (Request, b"GET / HTTP/1.1\r\nHost\r\n", NAME, 21),
+            (Request, b"GET / HTTP/1.1\r\n: a\r\n", NAME, 17),
+            (Request, b"GET / HTTP/1.1\r\nA: \x01\r\n", VALUE, 20),
+            (Request, b"GET / HTTP/1.1\r\nA: \r\r\n", NEWLINE, 21),
+            (Response, b"SSH-2.0-OpenSSH\r\n", NOT_11_RESPONSE, 1),
+            (Response, b"HTTP/1.0 101 OK\r\n", NOT_11_RESPONSE, 8),
+            (Response, b"HTTP/1.1\r\n", NOT_11_RESPONSE, 9),
+            (Response, b"HTTP/1.1 1o1 OK\r\n", STATUS, 11),
+            (Response, b"HTTP/1.1 1010 OK\r\n", STATUS, 13),
+            (Response, b"HTTP/1.1 10\r\n", STATUS, 12),
+            (Response, b"HTTP/1.1 101 OK\x00\r\n", STATUS, 16),
         ];
         for &(kind, input, error, at) in cases {
             let shown = String::from_utf8_lossy(input);
