@@ -95,8 +95,10 @@ pub fn connect<R: IntoClientRequest>(
 
 impl<C: Callback> ServerOptions<C> {
     /// Accepts a WebSocket upgrade on the blocking `stream` with these
-    /// options, within the config's handshake deadline (see the module
-    /// docs of [`accept`] for how a read is bounded).
+    /// options, within the config's handshake deadline: on a `TcpStream`
+    /// or `UnixStream` each read's timeout is set to the time left (and
+    /// cleared to `None` afterwards); on any stream, a read that returns
+    /// after the deadline fails the handshake.
     ///
     /// # Errors
     ///
