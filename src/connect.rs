@@ -176,7 +176,7 @@ impl ClientOptions {
 fn drive<S: Read + Write + 'static, H>(
     stream: &mut S,
     mut handshake: HandshakeDriver<H>,
-) -> Result<Opened> {
+) -> Result<Box<Opened>> {
     let set_read_timeout = read_timeout::builtin::<S>();
     let opened = run(stream, &mut handshake, set_read_timeout);
     if let Some(set) = set_read_timeout {
@@ -193,7 +193,7 @@ fn run<S: Read + Write, H>(
     stream: &mut S,
     handshake: &mut HandshakeDriver<H>,
     set_read_timeout: Option<ReadTimeoutFn<S>>,
-) -> Result<Opened> {
+) -> Result<Box<Opened>> {
     let mut buf = [0u8; HANDSHAKE_READ];
     loop {
         match handshake.poll(Instant::now()) {

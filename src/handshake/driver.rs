@@ -143,15 +143,11 @@ struct Accepted {
 /// ```text
 ///  Reading --head complete, or failed, or deadline--> Finishing --poll--> Finished
 /// ```
-#[allow(
-    clippy::large_enum_variant,
-    reason = "one per handshake, and the result moves out whole"
-)]
 enum State {
     /// Waiting for the peer's head.
     Reading,
     /// The outcome is known; `out` goes first.
-    Finishing(Result<Opened>),
+    Finishing(Result<Box<Opened>>),
     /// `Done` was returned.
     Finished,
 }
@@ -159,10 +155,6 @@ enum State {
 /// What [`HandshakeDriver::poll`] asks the driver to do next.
 #[derive(Debug)]
 #[must_use = "the handshake only progresses if the driver does what the step says"]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "returned a few times per connection; boxing would only add an allocation"
-)]
 pub enum Step {
     /// Write all of these bytes to the connection and flush it. If that
     /// fails, report it with [`HandshakeDriver::transmit_failed`].
@@ -176,8 +168,10 @@ pub enum Step {
         deadline: Option<Instant>,
     },
     /// The handshake is over: the connection is open, or it failed and
-    /// should be dropped.
-    Done(Result<Opened>),
+    /// should be dropped. (Boxed: a driver that keeps its handshake inside
+    /// a long-lived future or struct should not carry a whole connection
+    /// state next to the connection.)
+    Done(Result<Box<Opened>>),
 }
 
 /// A completed opening handshake: the connection's protocol state and the
@@ -312,11 +306,11 @@ impl<H> HandshakeDriver<H> {
                     &accepted.leftover,
                 );
                 self.out = accepted.reply;
-                self.finish(Ok(Opened {
+                self.finish(Ok(Box::new(Opened {
                     context,
                     request: accepted.request,
                     response: accepted.response,
-                }));
+                })));
             }
             Err(Error::Handshake(error)) => {
                 if self.role == Role::Server {
@@ -380,7 +374,7 @@ impl<H> HandshakeDriver<H> {
         &self.handshake
     }
 
-    fn finish(&mut self, result: Result<Opened>) {
+    fn finish(&mut self, result: Result<Box<Opened>>) {
         self.state = State::Finishing(result);
     }
 }

@@ -245,11 +245,13 @@ where
 }
 
 /// The handshake loop: does what each step says, reports what happened.
-async fn drive<S, H>(stream: &mut S, mut handshake: HandshakeDriver<H>) -> Result<Opened>
+async fn drive<S, H>(stream: &mut S, mut handshake: HandshakeDriver<H>) -> Result<Box<Opened>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut buf = [0u8; HANDSHAKE_READ];
+    // On the heap: a future holding the buffer would keep its size for
+    // the life of the task that awaited it.
+    let mut buf = vec![0u8; HANDSHAKE_READ];
     loop {
         match handshake.poll(now()) {
             Step::Transmit(bytes) => {
@@ -290,4 +292,24 @@ async fn write_all_and_flush<S: AsyncWrite + Unpin>(
 ) -> io::Result<()> {
     stream.write_all(bytes).await?;
     stream.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task that awaits a handshake and then serves the connection keeps
+    /// the handshake future's size for its whole life: keep it small (the
+    /// read buffer and the opened connection state are on the heap).
+    #[tokio::test]
+    async fn handshake_futures_stay_small() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tcp = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let accept = accept_async(tcp);
+        assert!(size_of_val(&accept) <= 2048, "{}", size_of_val(&accept));
+        let connect = connect_async("ws://127.0.0.1:1/");
+        assert!(size_of_val(&connect) <= 3072, "{}", size_of_val(&connect));
+    }
 }
