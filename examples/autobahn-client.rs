@@ -94,10 +94,9 @@ fn case_count(base: &str) -> lockgate::Result<u32> {
 /// Runs one case. Errors the case provokes on purpose (protocol violations)
 /// are part of the test and not returned; only a failure to connect is.
 fn run_case(base: &str, case: u32) -> lockgate::Result<()> {
-    let (mut ws, _) = lockgate::connect_with_config(
-        format!("{base}/runCase?case={case}&agent={AGENT}"),
-        config(),
-    )?;
+    let (mut ws, _) = lockgate::ClientOptions::new()
+        .config(config())
+        .connect(format!("{base}/runCase?case={case}&agent={AGENT}"))?;
     echo_until_closed(&mut ws);
     Ok(())
 }

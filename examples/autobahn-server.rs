@@ -40,7 +40,10 @@ fn handle(stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     // A failed handshake (the runner's readiness probe, for one) just ends
     // the connection.
-    let Ok(mut ws) = lockgate::accept_with_config(stream, config()) else {
+    let Ok(mut ws) = lockgate::ServerOptions::new()
+        .config(config())
+        .accept(stream)
+    else {
         return;
     };
     loop {

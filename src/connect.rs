@@ -1,50 +1,52 @@
-//! Blocking entry points: run the sans-IO handshake over a `std::io` stream
-//! and hand back a [`WebSocket`].
+//! Blocking entry points: the sans-IO [`HandshakeDriver`] run over a
+//! `std::io` stream, handing back a [`WebSocket`].
 //!
-//! These expect a blocking stream; set a read timeout on a `TcpStream` to
-//! bound how long a silent peer can hold a handshake. For non-blocking
-//! streams, drive [`handshake`](crate::handshake) yourself and finish with
-//! [`WebSocket::from_partially_read`].
+//! The loop only moves bytes and waits. Waiting is bounded by the
+//! handshake deadline: before each read, the stream's read timeout is set
+//! to the time left when lockgate knows how ([`TcpStream`], `UnixStream`;
+//! see [`ReadTimeoutFn`](crate::ReadTimeoutFn)), and on any stream a read
+//! that returns after the deadline fails the handshake. The read timeout
+//! is cleared (`None`) when the handshake ends, either way.
+//!
+//! These expect a blocking stream. For non-blocking streams, run a
+//! [`HandshakeDriver`] yourself ([`ServerOptions::handshake`],
+//! [`ClientOptions::handshake`]) and finish with
+//! [`WebSocket::from_context`].
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::config::{Config, Role};
-use crate::error::{Error, HandshakeError, Result};
+use crate::error::{Error, HandshakeError, Result, TimeoutKind};
 use crate::handshake::{
-    Callback, ClientHandshake, IntoClientRequest, NoCallback, ServerHandshake, error_response_bytes,
+    Callback, ClientOptions, HandshakeDriver, IntoClientRequest, Opened, ServerOptions, Step,
 };
-use crate::proto::WebSocketContext;
+use crate::read_timeout::{self, ReadTimeoutFn};
 use crate::websocket::WebSocket;
 
 /// How much one handshake read asks for.
 const HANDSHAKE_READ: usize = 4096;
 
-/// Accepts a WebSocket upgrade on `stream` with the default [`Config`].
+/// Accepts a WebSocket upgrade on `stream` with the default [`Config`]
+/// (within its 30 s handshake deadline).
+///
+/// Use [`ServerOptions`] for another [`Config`].
+///
+/// [`Config`]: crate::Config
 ///
 /// # Errors
 ///
 /// [`Error::Handshake`] for a bad request (the matching HTTP error response
-/// has been written), [`Error::Io`].
+/// has been written), [`Error::Timeout`] if the request did not arrive in
+/// time, [`Error::Io`].
 pub fn accept<S: Read + Write + 'static>(stream: S) -> Result<WebSocket<S>> {
-    accept_hdr_with_config(stream, NoCallback, Config::default())
-}
-
-/// [`accept`] with a [`Config`].
-///
-/// # Errors
-///
-/// As for [`accept`].
-pub fn accept_with_config<S: Read + Write + 'static>(
-    stream: S,
-    config: Config,
-) -> Result<WebSocket<S>> {
-    accept_hdr_with_config(stream, NoCallback, config)
+    ServerOptions::new().accept(stream)
 }
 
 /// Accepts an upgrade, letting `callback` inspect the request and shape or
 /// refuse the response (subprotocols, extra headers, origin checks).
+///
+/// Use [`ServerOptions`] for another [`Config`](crate::Config).
 ///
 /// # Errors
 ///
@@ -54,88 +56,31 @@ pub fn accept_hdr<S: Read + Write + 'static, C: Callback>(
     stream: S,
     callback: C,
 ) -> Result<WebSocket<S>> {
-    accept_hdr_with_config(stream, callback, Config::default())
-}
-
-/// [`accept_hdr`] with a [`Config`].
-///
-/// # Errors
-///
-/// As for [`accept_hdr`].
-pub fn accept_hdr_with_config<S: Read + Write + 'static, C: Callback>(
-    mut stream: S,
-    callback: C,
-    config: Config,
-) -> Result<WebSocket<S>> {
-    let mut handshake = ServerHandshake::with_deflate(callback, config.deflate);
-    let mut buf = [0u8; HANDSHAKE_READ];
-    loop {
-        let n = read_some(&mut stream, &mut buf)?;
-        match handshake.receive(&buf[..n]) {
-            Ok(None) => {}
-            Ok(Some(done)) => {
-                write_all_and_flush(&mut stream, &done.response_bytes)?;
-                let context = WebSocketContext::after_handshake(
-                    Role::Server,
-                    config,
-                    done.deflate,
-                    &done.leftover,
-                );
-                return Ok(WebSocket::from_context(stream, context));
-            }
-            Err(Error::Handshake(e)) => {
-                // The peer should learn why; failing to tell it changes nothing.
-                let _ = write_all_and_flush(&mut stream, &error_response_bytes(&e));
-                return Err(e.into());
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    ServerOptions::new().callback(callback).accept(stream)
 }
 
 /// Performs the client handshake for `request` over an already connected
-/// `stream` (TCP, TLS, anything `Read + Write`).
+/// `stream` (TCP, TLS, anything `Read + Write`), with the default
+/// [`Config`](crate::Config).
+///
+/// Use [`ClientOptions`] for another config.
 ///
 /// # Errors
 ///
-/// [`Error::Handshake`] for a bad URL or response, [`Error::Io`].
+/// [`Error::Handshake`] for a bad URL or response, [`Error::Timeout`] if
+/// the response did not arrive in time, [`Error::Io`].
 pub fn client<S: Read + Write + 'static, R: IntoClientRequest>(
     request: R,
     stream: S,
 ) -> Result<(WebSocket<S>, http::Response<()>)> {
-    client_with_config(request, stream, Config::default())
-}
-
-/// [`client`] with a [`Config`].
-///
-/// # Errors
-///
-/// As for [`client`].
-pub fn client_with_config<S: Read + Write + 'static, R: IntoClientRequest>(
-    request: R,
-    mut stream: S,
-    config: Config,
-) -> Result<(WebSocket<S>, http::Response<()>)> {
-    let mut handshake = ClientHandshake::with_deflate(request, config.deflate)?;
-    write_all_and_flush(&mut stream, handshake.request_bytes())?;
-    let mut buf = [0u8; HANDSHAKE_READ];
-    loop {
-        let n = read_some(&mut stream, &mut buf)?;
-        if let Some(done) = handshake.receive(&buf[..n])? {
-            let context = WebSocketContext::after_handshake(
-                Role::Client,
-                config,
-                done.deflate,
-                &done.leftover,
-            );
-            return Ok((WebSocket::from_context(stream, context), done.response));
-        }
-    }
+    ClientOptions::new().client(request, stream)
 }
 
 /// Connects to a `ws://` URL over TCP (with `TCP_NODELAY`) and performs the
-/// handshake, within [`Config::handshake_timeout`] for the connection and
-/// for each read and write of the handshake.
+/// handshake with the default [`Config`](crate::Config), the connection
+/// and the handshake within one handshake deadline.
+///
+/// Use [`ClientOptions`] for another config.
 ///
 /// # Errors
 ///
@@ -145,66 +90,173 @@ pub fn client_with_config<S: Read + Write + 'static, R: IntoClientRequest>(
 pub fn connect<R: IntoClientRequest>(
     request: R,
 ) -> Result<(WebSocket<TcpStream>, http::Response<()>)> {
-    connect_with_config(request, Config::default())
+    ClientOptions::new().connect(request)
 }
 
-/// [`connect`] with a [`Config`].
-///
-/// # Errors
-///
-/// As for [`connect`].
-pub fn connect_with_config<R: IntoClientRequest>(
-    request: R,
-    config: Config,
-) -> Result<(WebSocket<TcpStream>, http::Response<()>)> {
-    let request = request.into_client_request()?;
-    let uri = request.uri();
-    if !uri
-        .scheme_str()
-        .is_some_and(|s| s.eq_ignore_ascii_case("ws"))
-    {
-        return Err(HandshakeError::BadUrl(format!("{uri}: connect supports ws:// only")).into());
+impl<C: Callback> ServerOptions<C> {
+    /// Accepts a WebSocket upgrade on the blocking `stream` with these
+    /// options, within the config's handshake deadline: on a `TcpStream`
+    /// or `UnixStream` each read's timeout is set to the time left (and
+    /// cleared to `None` afterwards); on any stream, a read that returns
+    /// after the deadline fails the handshake.
+    ///
+    /// # Errors
+    ///
+    /// As for [`accept`] and [`accept_hdr`].
+    pub fn accept<S: Read + Write + 'static>(self, mut stream: S) -> Result<WebSocket<S>> {
+        let opened = drive(&mut stream, self.handshake(Instant::now()))?;
+        Ok(WebSocket::from_context(stream, opened.context))
     }
-    let host = uri
-        .host()
-        .ok_or_else(|| HandshakeError::BadUrl(format!("{uri}: no host")))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = uri.port_u16().unwrap_or(80);
-    let stream = connect_tcp(host, port, config.get_handshake_timeout())?;
-    stream.set_nodelay(true)?;
-    stream.set_read_timeout(config.get_handshake_timeout())?;
-    stream.set_write_timeout(config.get_handshake_timeout())?;
-    let (ws, response) = client_with_config(request, stream, config)?;
-    ws.get_ref().set_read_timeout(None)?;
-    ws.get_ref().set_write_timeout(None)?;
-    Ok((ws, response))
 }
 
-fn connect_tcp(host: &str, port: u16, timeout: Option<Duration>) -> io::Result<TcpStream> {
+impl ClientOptions {
+    /// Performs the client handshake for `request` over the blocking,
+    /// already connected `stream`, within the config's handshake deadline.
+    ///
+    /// # Errors
+    ///
+    /// As for [`client`].
+    pub fn client<S: Read + Write + 'static, R: IntoClientRequest>(
+        self,
+        request: R,
+        mut stream: S,
+    ) -> Result<(WebSocket<S>, http::Response<()>)> {
+        let opened = drive(&mut stream, self.handshake(request, Instant::now())?)?;
+        Ok((
+            WebSocket::from_context(stream, opened.context),
+            opened.response,
+        ))
+    }
+
+    /// Connects to a `ws://` URL over TCP (with `TCP_NODELAY`) and performs
+    /// the handshake: resolution aside, connecting, writing the request and
+    /// reading the response all fit in the config's handshake deadline.
+    ///
+    /// # Errors
+    ///
+    /// As for [`connect`]; [`Error::Timeout`] when the deadline passes,
+    /// during the connection too.
+    pub fn connect<R: IntoClientRequest>(
+        self,
+        request: R,
+    ) -> Result<(WebSocket<TcpStream>, http::Response<()>)> {
+        let handshake = self.handshake(request, Instant::now())?;
+        let uri = handshake.get_ref().request().uri();
+        if !uri
+            .scheme_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("ws"))
+        {
+            return Err(
+                HandshakeError::BadUrl(format!("{uri}: connect supports ws:// only")).into(),
+            );
+        }
+        let host = uri
+            .host()
+            .ok_or_else(|| HandshakeError::BadUrl(format!("{uri}: no host")))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port = uri.port_u16().unwrap_or(80);
+        let deadline = handshake.deadline();
+        let mut stream = connect_tcp(host, port, deadline)?;
+        stream.set_nodelay(true)?;
+        // Reads are bounded by `drive`; the request's write by this.
+        let left = deadline.map(|deadline| read_timeout::until(deadline, Instant::now()));
+        stream.set_write_timeout(left)?;
+        let opened = drive(&mut stream, handshake);
+        stream.set_write_timeout(None)?;
+        let opened = opened?;
+        Ok((
+            WebSocket::from_context(stream, opened.context),
+            opened.response,
+        ))
+    }
+}
+
+/// Runs `handshake` over `stream` until it is over, then clears the read
+/// timeout it set.
+fn drive<S: Read + Write + 'static, H>(
+    stream: &mut S,
+    mut handshake: HandshakeDriver<H>,
+) -> Result<Box<Opened>> {
+    let set_read_timeout = read_timeout::builtin::<S>();
+    let opened = run(stream, &mut handshake, set_read_timeout);
+    if let Some(set) = set_read_timeout {
+        let cleared = set(stream, None);
+        if opened.is_ok() {
+            cleared?;
+        }
+    }
+    opened
+}
+
+/// The handshake loop: does what each step says, reports what happened.
+fn run<S: Read + Write, H>(
+    stream: &mut S,
+    handshake: &mut HandshakeDriver<H>,
+    set_read_timeout: Option<ReadTimeoutFn<S>>,
+) -> Result<Box<Opened>> {
+    let mut buf = [0u8; HANDSHAKE_READ];
+    loop {
+        match handshake.poll(Instant::now()) {
+            Step::Transmit(bytes) => {
+                if let Err(error) = write_all_and_flush(stream, &bytes) {
+                    handshake.transmit_failed(error.into());
+                }
+            }
+            Step::Receive { deadline } => {
+                let read = read_until(stream, &mut buf, deadline, set_read_timeout);
+                let now = Instant::now();
+                match read {
+                    Ok(n) => handshake.receive(&buf[..n], now),
+                    Err(error) => handshake.read_failed(error.into(), now),
+                }
+            }
+            Step::Done(result) => return result,
+        }
+    }
+}
+
+/// Reads once, with the stream's read timeout set to what is left of
+/// `deadline` when `set_read_timeout` can.
+fn read_until<S: Read>(
+    stream: &mut S,
+    buf: &mut [u8],
+    deadline: Option<Instant>,
+    set_read_timeout: Option<ReadTimeoutFn<S>>,
+) -> io::Result<usize> {
+    if let (Some(set), Some(deadline)) = (set_read_timeout, deadline) {
+        set(stream, Some(read_timeout::until(deadline, Instant::now())))?;
+    }
+    loop {
+        match stream.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            result => return result,
+        }
+    }
+}
+
+/// Connects to the first address of `host` that answers, each attempt
+/// bounded by what is left of `deadline`.
+fn connect_tcp(host: &str, port: u16, deadline: Option<Instant>) -> Result<TcpStream> {
     let mut last_error = None;
     for addr in (host, port).to_socket_addrs()? {
-        let attempt = match timeout {
-            Some(timeout) => TcpStream::connect_timeout(&addr, timeout),
+        let attempt = match deadline {
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if left > Duration::ZERO => TcpStream::connect_timeout(&addr, left),
+                _ => return Err(Error::Timeout(TimeoutKind::Handshake)),
+            },
             None => TcpStream::connect(addr),
         };
         match attempt {
             Ok(stream) => return Ok(stream),
-            Err(e) => last_error = Some(e),
+            Err(_) if deadline.is_some_and(|deadline| Instant::now() >= deadline) => {
+                return Err(Error::Timeout(TimeoutKind::Handshake));
+            }
+            Err(e) => last_error = Some(e.into()),
         }
     }
-    Err(last_error
-        .unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "host resolved to no address")))
-}
-
-fn read_some<S: Read>(stream: &mut S, buf: &mut [u8]) -> Result<usize> {
-    loop {
-        match stream.read(buf) {
-            Ok(0) => return Err(HandshakeError::UnexpectedEof.into()),
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
+    Err(last_error.unwrap_or_else(|| {
+        io::Error::new(io::ErrorKind::NotFound, "host resolved to no address").into()
+    }))
 }
 
 fn write_all_and_flush<S: Write>(stream: &mut S, bytes: &[u8]) -> io::Result<()> {

@@ -24,6 +24,28 @@
 //! assert_eq!(ws.get_ref().get_ref(), &[0x81, 0x02, b'H', b'i']);
 //! # Ok::<(), lockgate::Error>(())
 //! ```
+//!
+//! # Opening connections
+//!
+//! [`accept`], [`accept_hdr`], [`client`] and [`connect`] run the opening
+//! handshake over a blocking stream with the default [`Config`], under
+//! tungstenite's names and signatures. For anything else, the settings are
+//! one builder per side, finished by a method:
+//!
+//! - [`ServerOptions`] (the [`Config`] and the
+//!   [`Callback`](handshake::Callback)):
+//!   `ServerOptions::new().config(config).callback(callback).accept(stream)`;
+//! - [`ClientOptions`] (the [`Config`]):
+//!   `ClientOptions::new().config(config).connect(url)` or
+//!   `.client(request, stream)`.
+//!
+//! tokio-lockgate takes the same builders in its `accept_async_with`,
+//! `client_async_with` and `connect_async_with`. Both sides give up on a
+//! handshake that takes longer than [`Config::handshake_timeout`] (30 s by
+//! default) with [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)`, and a
+//! server answers a request that cannot be a WebSocket upgrade with an
+//! HTTP error at once. Every driver runs the same sans-IO
+//! [`HandshakeDriver`](handshake::HandshakeDriver).
 
 pub mod codec;
 mod config;
@@ -47,12 +69,10 @@ pub use config::{
     DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE,
     DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Role,
 };
-pub use connect::{
-    accept, accept_hdr, accept_hdr_with_config, accept_with_config, client, client_with_config,
-    connect, connect_with_config,
-};
+pub use connect::{accept, accept_hdr, client, connect};
 pub use error::{CapacityError, Error, HandshakeError, ProtocolError, Result, TimeoutKind};
 pub use frame::CloseCode;
+pub use handshake::{ClientOptions, ServerOptions};
 pub use http;
 pub use message::{CloseFrame, Message};
 pub use proto::{Next, Operation, Output, WebSocketContext};

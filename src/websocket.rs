@@ -51,7 +51,9 @@ const MAX_IOVECS: usize = 64;
 /// let config = Config::default()
 ///     .ping_interval(Some(Duration::from_secs(5)))
 ///     .ping_timeout(Some(Duration::from_secs(5)));
-/// let (mut ws, _) = lockgate::connect_with_config("ws://127.0.0.1:9001", config)?;
+/// let (mut ws, _) = lockgate::ClientOptions::new()
+///     .config(config)
+///     .connect("ws://127.0.0.1:9001")?;
 /// match ws.read() {
 ///     Ok(msg) => println!("{msg:?}"),
 ///     // No byte from the peer for 5 s after a ping: it is gone.

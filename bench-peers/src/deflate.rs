@@ -6,8 +6,8 @@
 //! handshake over the loopback socket with compression configured on both
 //! ends:
 //!
-//! - lockgate: `accept_with_config` / `client_with_config` (blocking) and
-//!   `accept_async_with_config` / `client_async_with_config` (tokio), with
+//! - lockgate: `ServerOptions::accept` / `ClientOptions::client` (blocking)
+//!   and `accept_async_with` / `client_async_with` (tokio), with
 //!   `Config::deflate(Some(DeflateConfig::default()))`, plus
 //!   `server_no_context_takeover` and `client_no_context_takeover` in the
 //!   no-takeover mode.
@@ -292,11 +292,10 @@ pub(crate) fn run_lockgate(job: Job, c: &Corpus, listener: &TcpListener, warm_up
         let hs = sc.spawn(move || {
             crate::sys::pin_to_cpu(0);
             let cnt = Arc::new(Calls::capturing());
-            let mut ws = lockgate::accept_with_config(
-                Counted::new(s, cnt.clone()),
-                lockgate_config(job.takeover),
-            )
-            .expect("lockgate accept");
+            let mut ws = lockgate::ServerOptions::new()
+                .config(lockgate_config(job.takeover))
+                .accept(Counted::new(s, cnt.clone()))
+                .expect("lockgate accept");
             check_response(lib, &cnt.stop_capture(), job.takeover);
             check_params(lib, ws.context().deflate(), job.takeover);
             let msgs: Vec<Message> = c.texts[..job.count]
@@ -318,12 +317,10 @@ pub(crate) fn run_lockgate(job: Job, c: &Corpus, listener: &TcpListener, warm_up
         let hc = sc.spawn(move || {
             crate::sys::pin_to_cpu(1);
             let cnt = Arc::new(Calls::default());
-            let (mut ws, _) = lockgate::client_with_config(
-                url.as_str(),
-                Counted::new(cl, cnt.clone()),
-                lockgate_config(job.takeover),
-            )
-            .expect("lockgate client handshake");
+            let (mut ws, _) = lockgate::ClientOptions::new()
+                .config(lockgate_config(job.takeover))
+                .client(url.as_str(), Counted::new(cl, cnt.clone()))
+                .expect("lockgate client handshake");
             check_params(lib, ws.context().deflate(), job.takeover);
             let r0 = cnt.bytes().1;
             b.wait();
@@ -373,9 +370,9 @@ pub(crate) fn run_tokio_lockgate(
             crate::sys::pin_to_cpu(0);
             block_on(async move {
                 let cnt = Arc::new(Calls::capturing());
-                let mut ws = tokio_lockgate::accept_async_with_config(
+                let mut ws = tokio_lockgate::accept_async_with(
                     Counted::new(to_tokio(s), cnt.clone()),
-                    lockgate_config(job.takeover),
+                    tokio_lockgate::ServerOptions::new().config(lockgate_config(job.takeover)),
                 )
                 .await
                 .expect("tokio-lockgate accept");
@@ -402,10 +399,10 @@ pub(crate) fn run_tokio_lockgate(
             crate::sys::pin_to_cpu(1);
             block_on(async move {
                 let cnt = Arc::new(Calls::default());
-                let (mut ws, _) = tokio_lockgate::client_async_with_config(
+                let (mut ws, _) = tokio_lockgate::client_async_with(
                     url.as_str(),
                     Counted::new(to_tokio(cl), cnt.clone()),
-                    lockgate_config(job.takeover),
+                    tokio_lockgate::ClientOptions::new().config(lockgate_config(job.takeover)),
                 )
                 .await
                 .expect("tokio-lockgate client handshake");

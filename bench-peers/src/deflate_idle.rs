@@ -8,7 +8,7 @@
 //! connection, sends an upgrade request offering permessage-deflate (plus
 //! both no-context-takeover parameters in that mode) and checks the 101
 //! accepts it with exactly those parameters. Each server task does the
-//! library's own handshake (`accept_async_with_config` for tokio-lockgate;
+//! library's own handshake (`accept_async_with` for tokio-lockgate;
 //! hyper's HTTP/1 server and `WebSocket::upgrade_with_options` for yawc),
 //! receives one compressed 1 KiB JSON-like message (built once by a
 //! lockgate client context, masked, RSV1 set) and checks it byte for byte,
@@ -246,9 +246,12 @@ fn serve(
     match lib {
         "tokio-lockgate" => {
             tokio::task::spawn_local(async move {
-                let mut ws = tokio_lockgate::accept_async_with_config(s, lockgate_config(takeover))
-                    .await
-                    .expect("tokio-lockgate accept");
+                let mut ws = tokio_lockgate::accept_async_with(
+                    s,
+                    tokio_lockgate::ServerOptions::new().config(lockgate_config(takeover)),
+                )
+                .await
+                .expect("tokio-lockgate accept");
                 let m = ws.read().await.expect("tokio-lockgate read");
                 if m.as_text() != Some(&*texts.message) {
                     crate::fail(&lib_name, "compressed message differs");

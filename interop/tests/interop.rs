@@ -15,7 +15,7 @@
 //!   (`peers/{python_server.py,node_server.js}`), which binds port 0
 //!   and prints its port as its first stdout line.
 //! - `server_*`: the peer's client (`peers/{python_client.py,
-//!   node_client.js}`) against our server (`accept_async_with_config`), run
+//!   node_client.js}`) against our server (`accept_async_with`), run
 //!   in-process on 127.0.0.1 port 0.
 //!
 //! Each covers text and binary, 64 KiB and 16 MiB messages, a ping from each
@@ -70,8 +70,8 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tokio_lockgate::deflate::{DeflateConfig, DeflateParams};
 use tokio_lockgate::{
-    CloseCode, CloseFrame, Config, Error, Message, Role, WebSocketStream, accept_async_with_config,
-    client_async_with_config, connect_async_with_config,
+    ClientOptions, CloseCode, CloseFrame, Config, Error, Message, Role, ServerOptions,
+    WebSocketStream, accept_async_with, client_async_with, connect_async_with,
 };
 
 /// Bound on a whole test, peer start-up included.
@@ -646,11 +646,15 @@ type ClientStream = WebSocketStream<tokio_lockgate::MaybeTlsStream<TcpStream>>;
 async fn connect_to(peer: Peer, path: &str) -> (peers::Process, ClientStream) {
     let (process, port) = peer.server().await;
     let url = format!("ws://127.0.0.1:{port}{path}");
-    let (ws, response) =
-        match step("connect_async", connect_async_with_config(&url, config())).await {
-            Ok(connected) => connected,
-            Err(err) => process.fail(&format!("connect_async({url}) failed: {err}")),
-        };
+    let (ws, response) = match step(
+        "connect_async",
+        connect_async_with(&url, ClientOptions::new().config(config())),
+    )
+    .await
+    {
+        Ok(connected) => connected,
+        Err(err) => process.fail(&format!("connect_async({url}) failed: {err}")),
+    };
     assert_eq!(response.status(), 101, "handshake response status");
     (process, ws)
 }
@@ -859,9 +863,12 @@ where
     let task = tokio::spawn(async move {
         let (tcp, _) = step("accept", listener.accept()).await.expect("TCP accept");
         tcp.set_nodelay(true).expect("TCP_NODELAY");
-        let ws = step("accept_async", accept_async_with_config(wrap(tcp), config))
-            .await
-            .expect("our server's handshake");
+        let ws = step(
+            "accept_async",
+            accept_async_with(wrap(tcp), ServerOptions::new().config(config)),
+        )
+        .await
+        .expect("our server's handshake");
         handler(ws).await
     });
     (url, task)
@@ -1366,7 +1373,7 @@ async fn connect_deflate(
     let config = mode.our_config(Role::Client);
     let (ws, response) = match step(
         "client_async",
-        client_async_with_config(&url, stream, config),
+        client_async_with(&url, stream, ClientOptions::new().config(config)),
     )
     .await
     {

@@ -367,7 +367,7 @@ impl ClientHandshake {
             request_bytes,
             accept,
             deflate,
-            reader: HeadReader::new(),
+            reader: HeadReader::response(),
             finished: false,
         })
     }
@@ -384,6 +384,11 @@ impl ClientHandshake {
         &self.request
     }
 
+    /// Moves the request out, for a handshake that has finished.
+    pub(super) fn take_request(&mut self) -> Request<()> {
+        std::mem::take(&mut self.request)
+    }
+
     /// Takes bytes read from the connection. Returns `Ok(None)` while the
     /// response head is incomplete, and the response once it is complete
     /// and valid.
@@ -394,12 +399,15 @@ impl ClientHandshake {
     ///
     /// - [`HandshakeError::HeadTooLarge`]: the head exceeds 64 KiB, a line
     ///   8 KiB or the header count 100.
-    /// - [`HandshakeError::Parse`]: the head is not HTTP.
+    /// - [`HandshakeError::Parse`]: the head is not HTTP, reported at the
+    ///   first byte that cannot belong to it.
     /// - [`HandshakeError::UnexpectedResponse`]: the status is not 101. The
     ///   response's body is the bytes that followed the head in the input
     ///   received so far (`None` if there were none); the rest of the body
     ///   is not waited for.
-    /// - [`HandshakeError::BadResponse`]: a 101 that breaks RFC 6455, or
+    /// - [`HandshakeError::BadResponse`]: a status line that does not start
+    ///   with `HTTP/1.1 ` (reported at the first byte that differs, without
+    ///   waiting for the rest of the head), a 101 that breaks RFC 6455, or
     ///   whose `Sec-WebSocket-Extensions` is not a valid answer to the
     ///   offer (RFC 7692).
     ///
@@ -753,7 +761,10 @@ mod tests {
         );
         let http10 = OK.replace("HTTP/1.1", "HTTP/1.0");
         let result = handshake().receive(format!("{http10}\r\n").as_bytes());
-        assert_eq!(bad_response(result), "the 101 response is not HTTP/1.1");
+        assert_eq!(
+            bad_response(result),
+            "the status line does not start with HTTP/1.1"
+        );
     }
 
     #[test]

@@ -33,26 +33,119 @@ pub(crate) struct Head {
     pub(crate) leftover: Bytes,
 }
 
-/// Accumulates the bytes of an HTTP head until the empty line that ends it.
+/// Which head a [`HeadReader`] expects: it decides how the first line is
+/// checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HeadKind {
+    /// `GET <request-target> HTTP/1.1`: what a server reads.
+    Request,
+    /// `HTTP/1.1 <3 digits>[ <reason>]`: what a client reads.
+    Response,
+}
+
+/// Where the scan is in the grammar of a head. Every byte other than LF
+/// moves it on or is refused; LF ends a line where a line may end.
+///
+/// ```text
+///  Leading --(request)--> Method(0..4) -> Target(n) -SP-> Version(0..8) -> LineEnd
+///  Leading --(response)-> Version(0..9) -> Code(0..3) [-SP-> Reason]
+///  start line --LF--> Name(0) -tchar-> Name(n) -':'-> Value --LF--> Name(0)
+///  Name(0) --LF--> end of the head      Leading --LF--> Leading (skipped)
+///  CR where a line may end --> Cr --LF--> as LF;  Cr --anything else--> error
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grammar {
+    /// At the start of a line before the start line: empty lines there are
+    /// skipped (RFC 9112 section 2.2).
+    Leading,
+    /// In the request line, `i` bytes of `GET ` matched.
+    Method(usize),
+    /// In the request target, `n` bytes long so far.
+    Target(usize),
+    /// In the version: `i` bytes of `HTTP/1.1` (request line) or of
+    /// `HTTP/1.1 ` (status line) matched.
+    Version(usize),
+    /// After the request line's version: only the line end may follow.
+    LineEnd,
+    /// In the status code, `i` digits read.
+    Code(usize),
+    /// In the reason phrase.
+    Reason,
+    /// In a header field name, `n` bytes long so far (0: at the start of a
+    /// line after the start line, where an empty line ends the head).
+    Name(usize),
+    /// In a header field value.
+    Value,
+    /// After a CR: only LF may follow. `empty`: the line it ends is empty.
+    Cr {
+        /// Whether the line this CR ends is empty.
+        empty: bool,
+    },
+}
+
+/// `tchar` (RFC 9110 section 5.6.2), of which methods and field names are
+/// made.
+fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+/// What a request target may hold (httparse's rule: visible ASCII and
+/// bytes above 0x7f; no space, no control byte).
+fn is_target_byte(byte: u8) -> bool {
+    matches!(byte, b'!'..=0x7e | 0x80..=0xff)
+}
+
+/// What a field value or a reason phrase may hold: HTAB, SP, visible ASCII
+/// and obs-text (RFC 9110 section 5.5); no other control byte.
+fn is_text_byte(byte: u8) -> bool {
+    matches!(byte, b'\t' | b' '..=0x7e | 0x80..=0xff)
+}
+
+/// The only method and version a WebSocket upgrade request may have (RFC
+/// 6455 section 4.2.1), with the separator that follows the method.
+const REQUEST_METHOD: &[u8] = b"GET ";
+const REQUEST_VERSION: &[u8] = b"HTTP/1.1";
+/// How a response to an upgrade request must start (section 4.1).
+const STATUS_VERSION: &[u8] = b"HTTP/1.1 ";
+
+/// Accumulates the bytes of an HTTP head until the empty line that ends
+/// it, refusing it at the first byte that cannot belong to it.
 ///
 /// A line ends with LF, optionally preceded by CR (httparse accepts both);
-/// the head ends with the first empty line after a non-empty one. Empty
-/// lines before the start line are skipped, as RFC 9112 section 2.2 allows
-/// and httparse does.
+/// a CR anywhere else is an error. The head ends with the first empty line
+/// after a non-empty one. Empty lines before the start line are skipped,
+/// as RFC 9112 section 2.2 allows and httparse does.
 ///
-/// Each [`push`](Self::push) scans only the bytes it is given, keeping the
-/// position within the current line as state, so the total work is linear
-/// in the size of the head however it is split. The limits
-/// ([`MAX_HEAD_SIZE`], [`MAX_LINE_SIZE`], [`MAX_HEADERS`]) are checked while
-/// scanning, before the new bytes are copied into the buffer.
-#[derive(Default)]
+/// Each [`push`](Self::push) examines each byte it is given once, keeping
+/// the position in the grammar as state, so the total work is linear in
+/// the size of the head however it is split. The limits
+/// ([`MAX_HEAD_SIZE`], [`MAX_LINE_SIZE`], [`MAX_HEADERS`]) and the grammar
+/// are checked on each byte before the input is buffered:
+///
+/// - a request line is `GET`, SP, a request target (visible ASCII or
+///   obs-text), SP, `HTTP/1.1` and the line end. A method other than GET
+///   fails as [`HandshakeError::BadRequest`] at its first byte that differs
+///   from `GET `, and so does `HTTP/1.0` at its `0`; any other byte out of
+///   place is [`HandshakeError::Parse`];
+/// - a status line starts with `HTTP/1.1 ` (else
+///   [`HandshakeError::BadResponse`] at the first byte that differs), then
+///   three digits and an optional SP and reason phrase;
+/// - a header field line is a name of `tchar`s, `:`, and a value of HTAB,
+///   SP, visible ASCII and obs-text. A line starting with whitespace
+///   (obsolete line folding) is refused, as httparse refuses it.
+///
+/// So a peer that is not speaking HTTP/1.1 (random bytes, TLS, another
+/// protocol) is refused at once instead of when the limits or the deadline
+/// run out. The complete head is still parsed by httparse, which is never
+/// more lenient than this scan.
 pub(crate) struct HeadReader {
+    kind: HeadKind,
     /// The head so far: every byte pushed, none of them past the end.
     buf: Vec<u8>,
     /// Bytes of the current line seen so far, not counting its LF.
     line_len: usize,
-    /// Whether the last byte of the current line so far is CR.
-    last_cr: bool,
+    /// Where the next byte falls.
+    grammar: Grammar,
     /// Non-empty lines completed: the start line, then header fields.
     lines: usize,
     /// Bytes examined by [`HeadReader::push`], to prove linearity.
@@ -61,9 +154,26 @@ pub(crate) struct HeadReader {
 }
 
 impl HeadReader {
-    /// An empty reader.
-    pub(crate) fn new() -> Self {
-        Self::default()
+    /// An empty reader for a request head (what a server reads).
+    pub(crate) fn request() -> Self {
+        Self::new(HeadKind::Request)
+    }
+
+    /// An empty reader for a response head (what a client reads).
+    pub(crate) fn response() -> Self {
+        Self::new(HeadKind::Response)
+    }
+
+    fn new(kind: HeadKind) -> Self {
+        Self {
+            kind,
+            buf: Vec::new(),
+            line_len: 0,
+            grammar: Grammar::Leading,
+            lines: 0,
+            #[cfg(test)]
+            scanned: 0,
+        }
     }
 
     /// Adds `input`. Returns the head and the bytes after it once the empty
@@ -72,9 +182,10 @@ impl HeadReader {
     ///
     /// # Errors
     ///
-    /// [`HandshakeError::HeadTooLarge`] as soon as a limit is crossed; the
-    /// offending bytes are not buffered. The reader must not be used after
-    /// an error or after it returned the head.
+    /// [`HandshakeError::HeadTooLarge`] as soon as a limit is crossed, and
+    /// the errors listed on [`HeadReader`] as soon as a byte breaks the
+    /// grammar; the offending bytes are not buffered. The reader must not
+    /// be used after an error or after it returned the head.
     pub(crate) fn push(&mut self, input: &[u8]) -> Result<Option<Head>, HandshakeError> {
         match self.scan(input)? {
             None => {
@@ -99,60 +210,153 @@ impl HeadReader {
     /// Scans `input` as the continuation of the head. Returns the index just
     /// past the head's final LF if the head ends inside `input`.
     fn scan(&mut self, input: &[u8]) -> Result<Option<usize>, HandshakeError> {
-        let mut pos = 0;
-        while pos < input.len() {
-            let rest = &input[pos..];
-            // Never look further than the limits allow: a line may hold
-            // MAX_LINE_SIZE bytes, a CR and its LF, and the head as a whole
-            // MAX_HEAD_SIZE bytes.
-            let line_room = (MAX_LINE_SIZE + 2).saturating_sub(self.line_len);
-            let head_room = MAX_HEAD_SIZE.saturating_sub(self.buf.len() + pos);
-            let window = rest.len().min(line_room).min(head_room);
-            let Some(lf) = rest[..window].iter().position(|&b| b == b'\n') else {
-                #[cfg(test)]
-                {
-                    self.scanned += window;
-                }
-                if window < rest.len() {
-                    return Err(HandshakeError::HeadTooLarge);
-                }
-                self.line_len += window;
-                self.last_cr = rest.last() == Some(&b'\r');
-                // A trailing CR may still turn out to end the line.
-                if self.line_len - usize::from(self.last_cr) > MAX_LINE_SIZE {
-                    return Err(HandshakeError::HeadTooLarge);
-                }
-                return Ok(None);
-            };
+        for (pos, &byte) in input.iter().enumerate() {
             #[cfg(test)]
             {
-                self.scanned += lf + 1;
+                self.scanned += 1;
             }
-            let ends_with_cr = if lf > 0 {
-                rest[lf - 1] == b'\r'
-            } else {
-                self.last_cr
-            };
-            let content = self.line_len + lf - usize::from(ends_with_cr);
-            if content > MAX_LINE_SIZE {
+            if self.buf.len() + pos >= MAX_HEAD_SIZE {
                 return Err(HandshakeError::HeadTooLarge);
             }
-            pos += lf + 1;
-            self.line_len = 0;
-            self.last_cr = false;
-            if content == 0 {
-                if self.lines > 0 {
-                    return Ok(Some(pos));
+            if byte == b'\n' {
+                if self.end_line()? {
+                    return Ok(Some(pos + 1));
                 }
             } else {
-                self.lines += 1;
-                if self.lines > MAX_HEADERS + 1 {
+                // A line holds at most MAX_LINE_SIZE bytes before its CR.
+                if self.line_len >= MAX_LINE_SIZE && byte != b'\r' {
                     return Err(HandshakeError::HeadTooLarge);
                 }
+                self.line_len += 1;
+                self.grammar = self.step(byte)?;
             }
         }
         Ok(None)
     }
+
+    /// Where `byte` (not LF) takes the grammar.
+    fn step(&self, byte: u8) -> Result<Grammar, HandshakeError> {
+        use Grammar as G;
+        use httparse::Error as E;
+        if byte == b'\r' {
+            return match self.grammar {
+                G::Leading | G::Name(0) => Ok(G::Cr { empty: true }),
+                G::LineEnd | G::Code(3) | G::Reason | G::Value => Ok(G::Cr { empty: false }),
+                _ => Err(self.misplaced_line_end()),
+            };
+        }
+        Ok(match self.grammar {
+            G::Cr { .. } => return Err(E::NewLine.into()),
+            G::Leading if self.kind == HeadKind::Request => method(0, byte)?,
+            G::Leading => status_version(0, byte)?,
+            G::Method(i) => method(i, byte)?,
+            G::Target(n) if is_target_byte(byte) => G::Target(n + 1),
+            G::Target(n) if byte == b' ' && n > 0 => G::Version(0),
+            G::Target(_) => return Err(E::Token.into()),
+            G::Version(i) if self.kind == HeadKind::Request => request_version(i, byte)?,
+            G::Version(i) => status_version(i, byte)?,
+            G::LineEnd => return Err(E::NewLine.into()),
+            G::Code(i) if i < 3 && byte.is_ascii_digit() => G::Code(i + 1),
+            G::Code(3) if byte == b' ' => G::Reason,
+            G::Reason if is_text_byte(byte) => G::Reason,
+            G::Code(_) | G::Reason => return Err(E::Status.into()),
+            G::Name(n) if is_tchar(byte) => G::Name(n + 1),
+            G::Name(n) if byte == b':' && n > 0 => G::Value,
+            G::Name(_) => return Err(E::HeaderName.into()),
+            G::Value if is_text_byte(byte) => G::Value,
+            G::Value => return Err(E::HeaderValue.into()),
+        })
+    }
+
+    /// The error for a CR or LF where the current line cannot end.
+    fn misplaced_line_end(&self) -> HandshakeError {
+        use httparse::Error as E;
+        match self.grammar {
+            Grammar::Version(_) if self.kind == HeadKind::Response => not_http11_response(),
+            Grammar::Version(_) => E::Version.into(),
+            Grammar::Code(_) => E::Status.into(),
+            Grammar::Name(_) => E::HeaderName.into(),
+            Grammar::Cr { .. } => E::NewLine.into(),
+            _ => E::Token.into(),
+        }
+    }
+
+    /// Ends the current line at an LF. Returns whether it ended the head.
+    fn end_line(&mut self) -> Result<bool, HandshakeError> {
+        let empty = match self.grammar {
+            Grammar::Cr { empty } => empty,
+            Grammar::Leading | Grammar::Name(0) => true,
+            Grammar::LineEnd | Grammar::Code(3) | Grammar::Reason | Grammar::Value => false,
+            _ => return Err(self.misplaced_line_end()),
+        };
+        self.line_len = 0;
+        if empty {
+            if self.lines > 0 {
+                return Ok(true);
+            }
+            self.grammar = Grammar::Leading;
+            return Ok(false);
+        }
+        self.lines += 1;
+        if self.lines > MAX_HEADERS + 1 {
+            return Err(HandshakeError::HeadTooLarge);
+        }
+        self.grammar = Grammar::Name(0);
+        Ok(false)
+    }
+}
+
+/// The request line's method, `i` bytes of `GET ` matched, taking `byte`.
+fn method(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
+    if REQUEST_METHOD[i] == byte {
+        return Ok(if i + 1 == REQUEST_METHOD.len() {
+            Grammar::Target(0)
+        } else {
+            Grammar::Method(i + 1)
+        });
+    }
+    if is_tchar(byte) || (byte == b' ' && i > 0) {
+        // Some other method: RFC 6455 section 4.2.1, "An HTTP/1.1 or
+        // higher GET request".
+        Err(HandshakeError::BadRequest("the method is not GET"))
+    } else {
+        Err(httparse::Error::Token.into())
+    }
+}
+
+/// The request line's version, `i` bytes of `HTTP/1.1` matched, taking
+/// `byte`.
+fn request_version(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
+    match REQUEST_VERSION.get(i) {
+        Some(&expected) if expected == byte => Ok(if i + 1 == REQUEST_VERSION.len() {
+            Grammar::LineEnd
+        } else {
+            Grammar::Version(i + 1)
+        }),
+        _ if i + 1 == REQUEST_VERSION.len() && byte == b'0' => {
+            Err(HandshakeError::BadRequest("HTTP/1.1 is required"))
+        }
+        _ => Err(httparse::Error::Version.into()),
+    }
+}
+
+/// The status line's version, `i` bytes of `HTTP/1.1 ` matched, taking
+/// `byte`.
+fn status_version(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
+    match STATUS_VERSION.get(i) {
+        Some(&expected) if expected == byte => Ok(if i + 1 == STATUS_VERSION.len() {
+            Grammar::Code(0)
+        } else {
+            Grammar::Version(i + 1)
+        }),
+        _ => Err(not_http11_response()),
+    }
+}
+
+/// RFC 6455 section 4.1: the client expects an HTTP/1.1 response; any
+/// other start fails the handshake without waiting for the rest.
+fn not_http11_response() -> HandshakeError {
+    HandshakeError::BadResponse("the status line does not start with HTTP/1.1")
 }
 
 impl Head {
@@ -174,6 +378,7 @@ impl Head {
 impl fmt::Debug for HeadReader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HeadReader")
+            .field("kind", &self.kind)
             .field("buffered", &self.buf.len())
             .field("lines", &self.lines)
             .finish_non_exhaustive()
@@ -259,7 +464,7 @@ mod tests {
         input: &[u8],
         chunk: usize,
     ) -> (Result<Option<Head>, HandshakeError>, HeadReader) {
-        let mut reader = HeadReader::new();
+        let mut reader = HeadReader::request();
         for piece in input.chunks(chunk) {
             match reader.push(piece) {
                 Ok(None) => {}
@@ -286,7 +491,7 @@ mod tests {
     fn whole_head_with_leftover() {
         let mut input = REQUEST.to_vec();
         input.extend_from_slice(&[0x81, 0x80, 1, 2, 3, 4]);
-        let head = HeadReader::new().push(&input).unwrap().unwrap();
+        let head = HeadReader::request().push(&input).unwrap().unwrap();
         assert_eq!(head.bytes, REQUEST);
         assert_eq!(&head.leftover[..], &[0x81, 0x80, 1, 2, 3, 4]);
     }
@@ -307,7 +512,7 @@ mod tests {
 
     #[test]
     fn needs_the_empty_line() {
-        let mut reader = HeadReader::new();
+        let mut reader = HeadReader::request();
         assert!(
             reader
                 .push(&REQUEST[..REQUEST.len() - 1])
@@ -322,7 +527,7 @@ mod tests {
     #[test]
     fn bare_lf_line_endings_end_the_head() {
         let input = b"GET / HTTP/1.1\nHost: a\n\nrest";
-        let head = HeadReader::new().push(input).unwrap().unwrap();
+        let head = HeadReader::request().push(input).unwrap().unwrap();
         assert_eq!(head.bytes, b"GET / HTTP/1.1\nHost: a\n\n");
         assert_eq!(&head.leftover[..], b"rest");
     }
@@ -330,20 +535,106 @@ mod tests {
     #[test]
     fn leading_empty_lines_are_skipped() {
         let input = b"\r\n\r\nGET / HTTP/1.1\r\n\r\n";
-        let head = HeadReader::new().push(input).unwrap().unwrap();
+        let head = HeadReader::request().push(input).unwrap().unwrap();
         assert_eq!(head.bytes, input);
     }
 
-    #[test]
-    fn cr_inside_a_line_does_not_end_it() {
-        let mut reader = HeadReader::new();
+    /// What a reader of `kind` makes of `input`, pushed whole and byte by
+    /// byte (the two must agree), with how many bytes it examined.
+    fn refusal(kind: HeadKind, input: &[u8]) -> (String, usize) {
+        let mut whole = HeadReader::new(kind);
+        let error = whole.push(input).expect_err("refused");
+        let mut reader = HeadReader::new(kind);
+        let bytewise = input
+            .iter()
+            .find_map(|byte| reader.push(std::slice::from_ref(byte)).err())
+            .expect("refused byte by byte");
+        assert_eq!(format!("{error:?}"), format!("{bytewise:?}"));
+        assert_eq!(whole.scanned(), reader.scanned());
         assert!(
-            reader
-                .push(b"GET / HTTP/1.1\r\nA: \r\r\n")
-                .unwrap()
-                .is_none()
+            whole.buf.is_empty(),
+            "nothing of the refused input buffered"
         );
-        assert!(reader.push(b"\r\n").unwrap().is_some());
+        (format!("{error:?}"), whole.scanned())
+    }
+
+    #[test]
+    fn input_that_cannot_be_a_head_fails_at_the_first_byte_that_shows_it() {
+        use HeadKind::{Request, Response};
+        const NOT_GET: &str = "BadRequest(\"the method is not GET\")";
+        const NOT_11: &str = "BadRequest(\"HTTP/1.1 is required\")";
+        const NOT_11_RESPONSE: &str =
+            "BadResponse(\"the status line does not start with HTTP/1.1\")";
+        const TOKEN: &str = "Parse(Token)";
+        const VERSION: &str = "Parse(Version)";
+        const NEWLINE: &str = "Parse(NewLine)";
+        const NAME: &str = "Parse(HeaderName)";
+        const VALUE: &str = "Parse(HeaderValue)";
+        const STATUS: &str = "Parse(Status)";
+        // (kind, input, error, the 1-based index of the refused byte)
+        let cases: &[(HeadKind, &[u8], &str, usize)] = &[
+            (Request, b"\x16\x03\x01\x02\x00", TOKEN, 1),
+            (Request, b"\0GET / HTTP/1.1\r\n", TOKEN, 1),
+            (Request, b"\r\n\r\n\x01", TOKEN, 5),
+            (Request, b" GET", TOKEN, 1),
+            (Request, b"POST / HTTP/1.1\r\n", NOT_GET, 1),
+            (Request, b"GETS / HTTP/1.1\r\n", NOT_GET, 4),
+            (Request, b"GET\r\n", TOKEN, 4),
+            (Request, b"GET  / HTTP/1.1\r\n", TOKEN, 5),
+            (Request, b"GET /a\0b HTTP/1.1\r\n", TOKEN, 7),
+            (Request, b"GET /\x7f HTTP/1.1\r\n", TOKEN, 6),
+            (Request, b"GET /\r\n", TOKEN, 6),
+            (Request, b"GET / HTTP/1.0\r\n", NOT_11, 14),
+            (Request, b"GET / HTTP/2\r\n", VERSION, 12),
+            (Request, b"GET / http/1.1\r\n", VERSION, 7),
+            (Request, b"GET / HTTP/1.1 \r\n", NEWLINE, 15),
+            (Request, b"GET / HTTP/1.1\rX", NEWLINE, 16),
+            (Request, b"GET / HTTP/1.1\r\n Host: a\r\n", NAME, 17),
+            (Request, b"GET / HTTP/1.1\r\nHost : a\r\n", NAME, 21),
+            (Request, b"GET / HTTP/1.1\r\nHost\r\n", NAME, 21),
+            (Request, b"GET / HTTP/1.1\r\n: a\r\n", NAME, 17),
+            (Request, b"GET / HTTP/1.1\r\nA: \x01\r\n", VALUE, 20),
+            (Request, b"GET / HTTP/1.1\r\nA: \r\r\n", NEWLINE, 21),
+            (Response, b"SSH-2.0-OpenSSH\r\n", NOT_11_RESPONSE, 1),
+            (Response, b"HTTP/1.0 101 OK\r\n", NOT_11_RESPONSE, 8),
+            (Response, b"HTTP/1.1\r\n", NOT_11_RESPONSE, 9),
+            (Response, b"HTTP/1.1 1o1 OK\r\n", STATUS, 11),
+            (Response, b"HTTP/1.1 1010 OK\r\n", STATUS, 13),
+            (Response, b"HTTP/1.1 10\r\n", STATUS, 12),
+            (Response, b"HTTP/1.1 101 OK\x00\r\n", STATUS, 16),
+        ];
+        for &(kind, input, error, at) in cases {
+            let shown = String::from_utf8_lossy(input);
+            assert_eq!(refusal(kind, input), (error.to_owned(), at), "{shown:?}");
+        }
+    }
+
+    #[test]
+    fn valid_start_lines_pass() {
+        let cases: &[(HeadKind, &[u8])] = &[
+            (
+                HeadKind::Request,
+                b"GET /chat?x=%20&y=\xc3\xa9 HTTP/1.1\r\n\r\n",
+            ),
+            (
+                HeadKind::Request,
+                b"GET http://a.example/ HTTP/1.1\nA:\t b \x80\n\n",
+            ),
+            (HeadKind::Response, b"HTTP/1.1 101\r\n\r\n"),
+            (HeadKind::Response, b"HTTP/1.1 101 \r\nA: b\r\n\r\n"),
+            (
+                HeadKind::Response,
+                b"\r\nHTTP/1.1 404 Not\tFound \xff\r\n\r\n",
+            ),
+        ];
+        for &(kind, input) in cases {
+            let head = HeadReader::new(kind).push(input);
+            assert!(
+                matches!(head, Ok(Some(_))),
+                "{:?}: {head:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
     }
 
     #[test]
@@ -358,8 +649,9 @@ mod tests {
 
     #[test]
     fn a_huge_input_is_not_scanned_past_the_limit() {
-        let input = vec![b'a'; 1 << 20];
-        let mut reader = HeadReader::new();
+        let mut input = b"GET /".to_vec();
+        input.resize(1 << 20, b'a');
+        let mut reader = HeadReader::request();
         assert!(matches!(
             reader.push(&input),
             Err(HandshakeError::HeadTooLarge)
@@ -417,7 +709,7 @@ mod tests {
 
     #[test]
     fn an_unfinished_long_line_fails_before_its_end() {
-        let mut reader = HeadReader::new();
+        let mut reader = HeadReader::request();
         assert!(reader.push(b"GET / HTTP/1.1\r\nX: ").unwrap().is_none());
         assert!(reader.push(&[b'v'; MAX_LINE_SIZE - 3]).unwrap().is_none());
         // A CR could still end the line within the limit.

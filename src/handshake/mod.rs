@@ -5,7 +5,9 @@
 //! answer; [`ServerHandshake`] checks a request, lets a [`Callback`] shape
 //! or refuse the response, and serializes it. Neither reads nor writes a
 //! socket: the caller moves the bytes, so the same code serves the blocking
-//! and the async drivers.
+//! and the async drivers. [`HandshakeDriver`] runs either side within the
+//! handshake deadline and tells a driver what to do next; the blocking
+//! entry points and the tokio adapter's are loops around it.
 //!
 //! Extensions: permessage-deflate (RFC 7692) is negotiated when a
 //! [`DeflateConfig`](crate::deflate::DeflateConfig) is given
@@ -42,11 +44,15 @@
 
 mod accept_key;
 mod client;
+mod driver;
 mod head;
+mod options;
 mod server;
 
 pub use accept_key::{derive_accept_key, generate_key};
 pub use client::{ClientHandshake, ClientHandshakeDone, IntoClientRequest};
+pub use driver::{HandshakeDriver, Opened, Step};
+pub use options::{ClientOptions, ServerOptions};
 pub use server::{
     Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone,
     error_response_bytes, upgrade_response, upgrade_response_with_deflate,

@@ -247,7 +247,7 @@ impl<C: Callback> ServerHandshake<C> {
         Self {
             callback: Some(callback),
             deflate: crate::deflate::usable(deflate),
-            reader: HeadReader::new(),
+            reader: HeadReader::request(),
         }
     }
 
@@ -264,7 +264,7 @@ impl<C: Callback> ServerHandshake<C> {
     ///   line 8 KiB or the header count 100.
     /// - [`HandshakeError::Parse`] (400): the head is not HTTP.
     /// - [`HandshakeError::BadRequest`] (400): not a WebSocket upgrade (a
-    ///   method other than GET, HTTP/1.0, no or several `Host`, `Upgrade`
+    ///   method other than GET, a version other than HTTP/1.1, no or several `Host`, `Upgrade`
     ///   without `websocket`, `Connection` without `upgrade`, no valid
     ///   `Sec-WebSocket-Key`).
     /// - [`HandshakeError::UnsupportedVersion`] (426): the
@@ -273,6 +273,12 @@ impl<C: Callback> ServerHandshake<C> {
     ///   refused the request.
     /// - [`HandshakeError::InvalidCallbackResponse`] (500): the callback
     ///   returned a response that breaks the handshake.
+    ///
+    /// The request line and each header line are checked byte by byte as
+    /// they arrive: input that cannot be a `GET ... HTTP/1.1` request (a
+    /// control byte, a method other than GET, a version other than
+    /// HTTP/1.1, a misplaced CR...) fails with the first byte that shows
+    /// it, without waiting for the end of the head.
     ///
     /// After returning the request or an error, further calls return
     /// [`Error::AlreadyClosed`].

@@ -1,14 +1,17 @@
 //! Shared test support: a scripted, fault-injecting, counting mock stream,
-//! an in-memory client/server pipe, frame builders/parsers, and a counting
-//! allocator for cost tests.
+//! an in-memory client/server pipe, frame builders/parsers, a counting
+//! allocator for cost tests, and handshake peers that misbehave over real
+//! sockets.
 //!
 //! Each integration test file uses `mod support;`; not every file uses every
 //! helper.
 #![allow(dead_code, unused_imports, unreachable_pub)]
 
 mod counting_alloc;
+mod handshake_peers;
 
 pub use counting_alloc::{CountingAlloc, HeapUse};
+pub use handshake_peers::*;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;

@@ -96,9 +96,9 @@ async fn case_count(base: &str) -> tokio_lockgate::Result<u32> {
 /// Runs one case. Errors the case provokes on purpose (protocol violations)
 /// are part of the test and not returned; only a failure to connect is.
 async fn run_case(base: &str, case: u32) -> tokio_lockgate::Result<()> {
-    let (mut ws, _) = tokio_lockgate::connect_async_with_config(
+    let (mut ws, _) = tokio_lockgate::connect_async_with(
         format!("{base}/runCase?case={case}&agent={AGENT}"),
-        config(),
+        tokio_lockgate::ClientOptions::new().config(config()),
     )
     .await?;
     echo_until_closed(&mut ws).await;

@@ -39,7 +39,12 @@ async fn handle(stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     // A failed handshake (the runner's readiness probe, for one) just ends
     // the connection.
-    let Ok(mut ws) = tokio_lockgate::accept_async_with_config(stream, config()).await else {
+    let Ok(mut ws) = tokio_lockgate::accept_async_with(
+        stream,
+        tokio_lockgate::ServerOptions::new().config(config()),
+    )
+    .await
+    else {
         return;
     };
     loop {

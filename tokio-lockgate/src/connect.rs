@@ -1,14 +1,17 @@
-//! Async entry points: the sans-IO handshake from lockgate, driven over a
-//! tokio stream, within `Config::handshake_timeout`.
+//! Async entry points: lockgate's sans-IO [`HandshakeDriver`] run over a
+//! tokio stream.
+//!
+//! The loop only moves bytes and waits: each read or write races the
+//! handshake deadline (one timer), and when the deadline wins the driver
+//! is told so. `connect_async` fits the TCP connection and TLS in the same
+//! deadline.
 
 use std::future::Future;
 use std::io;
+use std::time::Instant;
 
-use lockgate::handshake::{
-    Callback, ClientHandshake, ClientHandshakeDone, IntoClientRequest, NoCallback, ServerHandshake,
-    error_response_bytes,
-};
-use lockgate::{Config, Error, HandshakeError, Result, Role, WebSocketContext, http};
+use lockgate::handshake::{Callback, HandshakeDriver, IntoClientRequest, Opened, Step};
+use lockgate::{ClientOptions, Error, HandshakeError, Result, ServerOptions, TimeoutKind, http};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -18,62 +21,27 @@ use crate::tls::{Connector, MaybeTlsStream, wrap_stream};
 /// How much one handshake read asks for.
 const HANDSHAKE_READ: usize = 4096;
 
-/// Runs `handshake` within the configured timeout.
-async fn within<T>(config: &Config, handshake: impl Future<Output = Result<T>>) -> Result<T> {
-    match config.get_handshake_timeout() {
-        None => handshake.await,
-        Some(limit) => match tokio::time::timeout(limit, handshake).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::Io(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("WebSocket handshake did not complete within {limit:?}"),
-            ))),
-        },
-    }
-}
-
-async fn read_some<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> Result<usize> {
-    match stream.read(buf).await? {
-        0 => Err(HandshakeError::UnexpectedEof.into()),
-        n => Ok(n),
-    }
-}
-
-async fn write_all_and_flush<S: AsyncWrite + Unpin>(
-    stream: &mut S,
-    bytes: &[u8],
-) -> io::Result<()> {
-    stream.write_all(bytes).await?;
-    stream.flush().await
-}
-
-/// Accepts a WebSocket upgrade on `stream` with the default [`Config`].
+/// Accepts a WebSocket upgrade on `stream` with the default
+/// [`Config`](lockgate::Config) (within its 30 s handshake deadline).
+///
+/// Use [`accept_async_with`] for another config.
 ///
 /// # Errors
 ///
 /// [`Error::Handshake`] for a bad request (the matching HTTP error response
-/// was written), [`Error::Io`] (including a timeout).
+/// was written), [`Error::Timeout`] if the request did not arrive in time,
+/// [`Error::Io`].
 pub async fn accept_async<S>(stream: S) -> Result<WebSocketStream<S>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    accept_hdr_async_with_config(stream, NoCallback, Config::default()).await
-}
-
-/// [`accept_async`] with a [`Config`].
-///
-/// # Errors
-///
-/// As for [`accept_async`].
-pub async fn accept_async_with_config<S>(stream: S, config: Config) -> Result<WebSocketStream<S>>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    accept_hdr_async_with_config(stream, NoCallback, config).await
+    accept_async_with(stream, ServerOptions::new()).await
 }
 
 /// Accepts an upgrade, letting `callback` inspect the request and shape or
 /// refuse the response (subprotocols, extra headers, origin checks).
+///
+/// Use [`accept_async_with`] for another config.
 ///
 /// # Errors
 ///
@@ -84,56 +52,49 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     C: Callback,
 {
-    accept_hdr_async_with_config(stream, callback, Config::default()).await
+    accept_async_with(stream, ServerOptions::new().callback(callback)).await
 }
 
-/// [`accept_hdr_async`] with a [`Config`].
+/// Accepts a WebSocket upgrade on `stream` with `options` (config and
+/// callback), within the config's handshake deadline.
 ///
 /// # Errors
 ///
-/// As for [`accept_hdr_async`].
-pub async fn accept_hdr_async_with_config<S, C>(
+/// As for [`accept_async`] and [`accept_hdr_async`].
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use tokio_lockgate::{Config, ServerOptions, accept_async_with};
+///
+/// # async fn serve(tcp: tokio::net::TcpStream) -> tokio_lockgate::Result<()> {
+/// let config = Config::default().handshake_timeout(Some(Duration::from_secs(5)));
+/// let ws = accept_async_with(tcp, ServerOptions::new().config(config)).await?;
+/// # drop(ws); Ok(()) }
+/// ```
+pub async fn accept_async_with<S, C>(
     mut stream: S,
-    callback: C,
-    config: Config,
+    options: ServerOptions<C>,
 ) -> Result<WebSocketStream<S>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     C: Callback,
 {
-    let (deflate, leftover) = within(&config, async {
-        let mut handshake = ServerHandshake::with_deflate(callback, config.get_deflate().copied());
-        let mut buf = vec![0u8; HANDSHAKE_READ];
-        loop {
-            let n = read_some(&mut stream, &mut buf).await?;
-            match handshake.receive(&buf[..n]) {
-                Ok(None) => {}
-                Ok(Some(done)) => {
-                    write_all_and_flush(&mut stream, &done.response_bytes).await?;
-                    return Ok((done.deflate, done.leftover));
-                }
-                Err(Error::Handshake(e)) => {
-                    // The peer should learn why; failing to tell it changes
-                    // nothing.
-                    let _ = write_all_and_flush(&mut stream, &error_response_bytes(&e)).await;
-                    return Err(e.into());
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    })
-    .await?;
-    let context = WebSocketContext::after_handshake(Role::Server, config, deflate, &leftover);
-    Ok(WebSocketStream::from_context(stream, context))
+    let opened = drive(&mut stream, options.handshake(now())).await?;
+    Ok(WebSocketStream::from_context(stream, opened.context))
 }
 
 /// Performs the client handshake for `request` over an already connected
-/// `stream` (TCP, TLS, anything `AsyncRead + AsyncWrite`).
+/// `stream` (TCP, TLS, anything `AsyncRead + AsyncWrite`) with the default
+/// [`Config`](lockgate::Config).
+///
+/// Use [`client_async_with`] for another config.
 ///
 /// # Errors
 ///
-/// [`Error::Handshake`] for a bad URL or response, [`Error::Io`] (including
-/// a timeout).
+/// [`Error::Handshake`] for a bad URL or response, [`Error::Timeout`] if
+/// the response did not arrive in time, [`Error::Io`].
 pub async fn client_async<R, S>(
     request: R,
     stream: S,
@@ -142,61 +103,44 @@ where
     R: IntoClientRequest,
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    client_async_with_config(request, stream, Config::default()).await
+    client_async_with(request, stream, ClientOptions::new()).await
 }
 
-/// [`client_async`] with a [`Config`].
+/// [`client_async`] with `options`' config. The stream is already
+/// connected, so the options' TLS setting is not used.
 ///
 /// # Errors
 ///
 /// As for [`client_async`].
-pub async fn client_async_with_config<R, S>(
+pub async fn client_async_with<R, S, T>(
     request: R,
     mut stream: S,
-    config: Config,
+    options: ClientOptions<T>,
 ) -> Result<(WebSocketStream<S>, http::Response<()>)>
 where
     R: IntoClientRequest,
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let done = within(&config, client_handshake(request, &mut stream, &config)).await?;
-    let context =
-        WebSocketContext::after_handshake(Role::Client, config, done.deflate, &done.leftover);
+    let (options, _tls) = options.split_tls();
+    let opened = drive(&mut stream, options.handshake(request, now())?).await?;
     Ok((
-        WebSocketStream::from_context(stream, context),
-        done.response,
+        WebSocketStream::from_context(stream, opened.context),
+        opened.response,
     ))
 }
 
-/// The client handshake itself, without a time limit.
-async fn client_handshake<R, S>(
-    request: R,
-    stream: &mut S,
-    config: &Config,
-) -> Result<ClientHandshakeDone>
-where
-    R: IntoClientRequest,
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let mut handshake = ClientHandshake::with_deflate(request, config.get_deflate().copied())?;
-    write_all_and_flush(stream, handshake.request_bytes()).await?;
-    let mut buf = vec![0u8; HANDSHAKE_READ];
-    loop {
-        let n = read_some(stream, &mut buf).await?;
-        if let Some(done) = handshake.receive(&buf[..n])? {
-            return Ok(done);
-        }
-    }
-}
-
 /// Connects to a `ws://` URL (or `wss://` with the `rustls` feature) over
-/// TCP with `TCP_NODELAY`, and performs the handshake.
+/// TCP with `TCP_NODELAY`, and performs the handshake, with the default
+/// [`Config`](lockgate::Config) and TLS roots.
+///
+/// Use [`connect_async_with`] for another config or TLS [`Connector`].
 ///
 /// # Errors
 ///
 /// [`HandshakeError::BadUrl`] for an unusable URL (or `wss://` without
-/// TLS support), [`Error::Io`] for resolution, connection, TLS and timeout
-/// failures, and the errors of [`client_async`].
+/// TLS support), [`Error::Io`] for resolution, connection and TLS
+/// failures, [`Error::Timeout`] when the deadline passes, and the errors of
+/// [`client_async`].
 pub async fn connect_async<R>(
     request: R,
 ) -> Result<(
@@ -206,47 +150,72 @@ pub async fn connect_async<R>(
 where
     R: IntoClientRequest,
 {
-    connect_async_tls_with_config(request, Config::default(), None).await
+    connect_async_with(request, ClientOptions::new()).await
 }
 
-/// [`connect_async`] with a [`Config`].
+/// What a [`ClientOptions`]' TLS setting may be for [`connect_async_with`]:
+/// `()` (the default: the roots compiled in by the `webpki-roots` or
+/// `native-certs` feature), a [`Connector`], or an `Option<Connector>`
+/// (`None` is the default).
+pub trait IntoConnector {
+    /// The connector to use; `None` for the default.
+    fn into_connector(self) -> Option<Connector>;
+}
+
+impl IntoConnector for () {
+    fn into_connector(self) -> Option<Connector> {
+        None
+    }
+}
+
+impl IntoConnector for Connector {
+    fn into_connector(self) -> Option<Connector> {
+        Some(self)
+    }
+}
+
+impl IntoConnector for Option<Connector> {
+    fn into_connector(self) -> Option<Connector> {
+        self
+    }
+}
+
+/// [`connect_async`] with `options`: their config, and their TLS
+/// [`Connector`] if one was set with
+/// [`ClientOptions::tls`](lockgate::ClientOptions::tls). The TCP
+/// connection, TLS and the upgrade all fit in the config's handshake
+/// deadline.
 ///
 /// # Errors
 ///
 /// As for [`connect_async`].
-pub async fn connect_async_with_config<R>(
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use tokio_lockgate::{ClientOptions, Config, Connector, connect_async_with};
+///
+/// # async fn run() -> tokio_lockgate::Result<()> {
+/// let config = Config::default().handshake_timeout(Some(Duration::from_secs(5)));
+/// let options = ClientOptions::new().config(config).tls(Connector::Plain);
+/// let (ws, response) = connect_async_with("ws://127.0.0.1:9001", options).await?;
+/// # drop((ws, response)); Ok(()) }
+/// ```
+pub async fn connect_async_with<R, T>(
     request: R,
-    config: Config,
+    options: ClientOptions<T>,
 ) -> Result<(
     WebSocketStream<MaybeTlsStream<TcpStream>>,
     http::Response<()>,
 )>
 where
     R: IntoClientRequest,
+    T: IntoConnector,
 {
-    connect_async_tls_with_config(request, config, None).await
-}
-
-/// [`connect_async`] with a [`Config`] and a TLS [`Connector`] (`None`
-/// picks the default: the roots compiled in by the `webpki-roots` or
-/// `native-certs` feature).
-///
-/// # Errors
-///
-/// As for [`connect_async`].
-pub async fn connect_async_tls_with_config<R>(
-    request: R,
-    config: Config,
-    connector: Option<Connector>,
-) -> Result<(
-    WebSocketStream<MaybeTlsStream<TcpStream>>,
-    http::Response<()>,
-)>
-where
-    R: IntoClientRequest,
-{
-    let request = request.into_client_request()?;
-    let uri = request.uri();
+    let (options, tls) = options.split_tls();
+    let handshake = options.handshake(request, now())?;
+    let uri = handshake.get_ref().request().uri();
     let secure = match uri.scheme_str() {
         Some(s) if s.eq_ignore_ascii_case("ws") => false,
         Some(s) if s.eq_ignore_ascii_case("wss") => true,
@@ -260,17 +229,87 @@ where
         .trim_end_matches(']')
         .to_owned();
     let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
-    // One limit for the whole connection: TCP, TLS and the upgrade.
-    let (stream, done) = within(&config, async {
+    let connection = async {
         let tcp = TcpStream::connect((host.as_str(), port)).await?;
         tcp.set_nodelay(true)?;
-        let mut stream = wrap_stream(tcp, secure, &host, connector).await?;
-        let done = client_handshake(request, &mut stream, &config).await?;
-        Ok((stream, done))
-    })
-    .await?;
-    let context =
-        WebSocketContext::after_handshake(Role::Client, config, done.deflate, &done.leftover);
-    let ws = WebSocketStream::from_context(stream, context);
-    Ok((ws, done.response))
+        wrap_stream(tcp, secure, &host, tls.into_connector()).await
+    };
+    let mut stream = until(handshake.deadline(), connection)
+        .await
+        .ok_or(Error::Timeout(TimeoutKind::Handshake))??;
+    let opened = drive(&mut stream, handshake).await?;
+    Ok((
+        WebSocketStream::from_context(stream, opened.context),
+        opened.response,
+    ))
+}
+
+/// The handshake loop: does what each step says, reports what happened.
+async fn drive<S, H>(stream: &mut S, mut handshake: HandshakeDriver<H>) -> Result<Box<Opened>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    // On the heap: a future holding the buffer would keep its size for
+    // the life of the task that awaited it.
+    let mut buf = vec![0u8; HANDSHAKE_READ];
+    loop {
+        match handshake.poll(now()) {
+            Step::Transmit(bytes) => {
+                match until(handshake.deadline(), write_all_and_flush(stream, &bytes)).await {
+                    Some(Ok(())) => {}
+                    Some(Err(error)) => handshake.transmit_failed(error.into()),
+                    None => handshake.handle_timeout(now()),
+                }
+            }
+            Step::Receive { deadline } => match until(deadline, stream.read(&mut buf)).await {
+                Some(Ok(n)) => handshake.receive(&buf[..n], now()),
+                Some(Err(error)) => handshake.read_failed(error.into(), now()),
+                None => handshake.handle_timeout(now()),
+            },
+            Step::Done(result) => return result,
+        }
+    }
+}
+
+/// Runs `future` to its end or until `deadline`, whichever comes first
+/// (`None` for the deadline).
+async fn until<F: Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
+    match deadline {
+        None => Some(future.await),
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), future).await.ok(),
+    }
+}
+
+/// Now on tokio's clock, which tests may pause and advance: the same clock
+/// as the timer, so the handshake and the timer agree on the deadline.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+async fn write_all_and_flush<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    bytes: &[u8],
+) -> io::Result<()> {
+    stream.write_all(bytes).await?;
+    stream.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task that awaits a handshake and then serves the connection keeps
+    /// the handshake future's size for its whole life: keep it small (the
+    /// read buffer and the opened connection state are on the heap).
+    #[tokio::test]
+    async fn handshake_futures_stay_small() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tcp = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let accept = accept_async(tcp);
+        assert!(size_of_val(&accept) <= 2048, "{}", size_of_val(&accept));
+        let connect = connect_async("ws://127.0.0.1:1/");
+        assert!(size_of_val(&connect) <= 3072, "{}", size_of_val(&connect));
+    }
 }

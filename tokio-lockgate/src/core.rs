@@ -131,7 +131,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
         if deadline > now && timer.as_mut().poll(cx).is_pending() {
             return false;
         }
-        self.context.handle_timeout(Instant::now().into_std());
+        // The timer fired, so the deadline passed, whatever rounding the
+        // clock reading below suffers.
+        self.context
+            .handle_timeout(Instant::now().max(deadline).into_std());
         true
     }
 }

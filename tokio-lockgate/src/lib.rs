@@ -38,6 +38,25 @@
 //! server.await.unwrap()?;
 //! # Ok(()) }
 //! ```
+//!
+//! # Opening connections
+//!
+//! [`accept_async`], [`accept_hdr_async`], [`client_async`] and
+//! [`connect_async`] use the default [`Config`], under
+//! tokio-tungstenite's names and signatures. For anything else, build the
+//! core crate's options, re-exported here, and pass them to the `_with`
+//! form:
+//!
+//! - [`accept_async_with`]`(stream, `[`ServerOptions`]`::new().config(config).callback(callback))`;
+//! - [`client_async_with`]`(request, stream, `[`ClientOptions`]`::new().config(config))`;
+//! - [`connect_async_with`]`(url, ClientOptions::new().config(config).tls(connector))`
+//!   (a TLS [`Connector`]; see [`IntoConnector`]).
+//!
+//! The handshake, and for `connect_async*` the TCP connection and TLS
+//! with it, must finish within [`Config::handshake_timeout`] (30 s by
+//! default), else it fails with
+//! [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)`; a server answers a
+//! request that cannot be a WebSocket upgrade with an HTTP error at once.
 
 mod connect;
 mod core;
@@ -46,13 +65,13 @@ mod stream;
 mod tls;
 
 pub use connect::{
-    accept_async, accept_async_with_config, accept_hdr_async, accept_hdr_async_with_config,
-    client_async, client_async_with_config, connect_async, connect_async_tls_with_config,
-    connect_async_with_config,
+    IntoConnector, accept_async, accept_async_with, accept_hdr_async, client_async,
+    client_async_with, connect_async, connect_async_with,
 };
 pub use lockgate::{
-    Bytes, CloseCode, CloseFrame, Config, Error, HandshakeError, Message, ProtocolError, Result,
-    Role, TimeoutKind, Utf8Bytes, WebSocketContext, deflate, handshake, http,
+    Bytes, ClientOptions, CloseCode, CloseFrame, Config, Error, HandshakeError, Message,
+    ProtocolError, Result, Role, ServerOptions, TimeoutKind, Utf8Bytes, WebSocketContext, deflate,
+    handshake, http,
 };
 pub use split::{WebSocketReadHalf, WebSocketWriteHalf};
 pub use stream::WebSocketStream;

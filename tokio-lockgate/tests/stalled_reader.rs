@@ -9,7 +9,7 @@ use futures_util::FutureExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;
 use tokio_lockgate::{
-    Config, Error, MaybeTlsStream, Message, WebSocketStream, accept_async_with_config,
+    Config, Error, MaybeTlsStream, Message, ServerOptions, WebSocketStream, accept_async_with,
 };
 
 const KIB: usize = 1024;
@@ -30,7 +30,9 @@ async fn stalled_pair(
     let (server, client) = tokio::join!(
         async {
             let (tcp, _) = listener.accept().await.unwrap();
-            accept_async_with_config(tcp, config).await.unwrap()
+            accept_async_with(tcp, ServerOptions::new().config(config))
+                .await
+                .unwrap()
         },
         async { tokio_lockgate::connect_async(url).await.unwrap().0 }
     );

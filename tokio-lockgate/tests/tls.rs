@@ -1,6 +1,6 @@
 //! `wss://` over loopback: a tokio-rustls server with a self-signed
 //! certificate made here, `accept_async` on the TLS stream, and
-//! `connect_async_tls_with_config` with a `Connector::Rustls` that trusts
+//! `connect_async_with` with a `Connector::Rustls` that trusts
 //! (or does not trust) that certificate. Every test is bounded in time.
 #![cfg(feature = "rustls")]
 
@@ -13,8 +13,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tokio_lockgate::{
-    Bytes, CloseCode, CloseFrame, Config, Connector, Error, HandshakeError, MaybeTlsStream,
-    Message, WebSocketStream,
+    Bytes, ClientOptions, CloseCode, CloseFrame, Config, Connector, Error, HandshakeError,
+    MaybeTlsStream, Message, WebSocketStream,
 };
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -105,9 +105,8 @@ async fn connect(
     url: &str,
     config: Arc<ClientConfig>,
 ) -> tokio_lockgate::Result<WebSocketStream<MaybeTlsStream<TcpStream>>> {
-    let connector = Some(Connector::Rustls(config));
-    let (ws, response) =
-        tokio_lockgate::connect_async_tls_with_config(url, Config::default(), connector).await?;
+    let options = ClientOptions::new().tls(Connector::Rustls(config));
+    let (ws, response) = tokio_lockgate::connect_async_with(url, options).await?;
     assert_eq!(response.status(), 101);
     Ok(ws)
 }
@@ -270,10 +269,12 @@ async fn a_silent_server_is_bounded_by_the_handshake_timeout() {
             drop(tcp);
         });
         let config = Config::default().handshake_timeout(Some(Duration::from_millis(300)));
-        let connector = Some(Connector::Rustls(client_config(None)));
+        let options = ClientOptions::new()
+            .config(config)
+            .tls(Connector::Rustls(client_config(None)));
         let url = format!("wss://localhost:{}/", addr.port());
         let started = tokio::time::Instant::now();
-        let result = tokio_lockgate::connect_async_tls_with_config(url, config, connector).await;
+        let result = tokio_lockgate::connect_async_with(url, options).await;
         assert!(result.is_err(), "a silent server cannot complete TLS");
         assert!(
             started.elapsed() < Duration::from_secs(4),
@@ -293,9 +294,7 @@ async fn wss_without_a_connector_uses_the_default_roots_or_says_what_is_missing(
         let (listener, addr) = listen("127.0.0.1").await.unwrap();
         let server = serve_one(listener, cert, key);
         let url = format!("wss://localhost:{}/", addr.port());
-        let error = tokio_lockgate::connect_async_tls_with_config(url, Config::default(), None)
-            .await
-            .unwrap_err();
+        let error = tokio_lockgate::connect_async(url).await.unwrap_err();
         let no_native_roots = cfg!(not(feature = "webpki-roots"))
             && matches!(&error, Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound);
         if no_native_roots {

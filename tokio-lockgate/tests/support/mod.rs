@@ -11,8 +11,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 pub use core_support::{
-    FlushStep, MockStream, ReadStep, WireFrame, WriteStep, client_frame, frame, parse_frames,
-    server_frame,
+    DEADLINE, FlushStep, MockStream, ReadStep, SOON, WireFrame, WriteStep, answer_once,
+    client_frame, deadline_config, frame, not_a_request, not_a_response, parse_frames,
+    read_until_closed, send_and_read_answer, server_frame, silent_client,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
