@@ -11,8 +11,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 pub use core_support::{
-    FlushStep, MockStream, ReadStep, WireFrame, WriteStep, client_frame, frame, parse_frames,
-    server_frame,
+    FlushStep, MockStream, RawPeer, ReadStep, Received, WireFrame, WriteStep, client_frame, frame,
+    parse_frames, server_frame,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
