@@ -1,7 +1,7 @@
 //! Shared test support: a scripted, fault-injecting, counting mock stream,
-//! an in-memory client/server pipe, frame builders/parsers, a counting
-//! allocator for cost tests, and handshake peers that misbehave over real
-//! sockets.
+//! an in-memory client/server pipe, frame builders/parsers, a raw TCP peer
+//! for tests over real sockets, handshake peers that misbehave over real
+//! sockets, and a counting allocator for cost tests.
 //!
 //! Each integration test file uses `mod support;`; not every file uses every
 //! helper.
@@ -9,9 +9,11 @@
 
 mod counting_alloc;
 mod handshake_peers;
+mod raw_peer;
 
 pub use counting_alloc::{CountingAlloc, HeapUse};
 pub use handshake_peers::*;
+pub use raw_peer::{RawPeer, Received};
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -290,24 +292,34 @@ impl WireFrame {
 }
 
 /// Parses every frame in `wire`; panics on a malformed or truncated frame.
-pub fn parse_frames(mut wire: &[u8]) -> Vec<WireFrame> {
+pub fn parse_frames(wire: &[u8]) -> Vec<WireFrame> {
+    let (frames, used) = parse_complete_frames(wire);
+    assert_eq!(used, wire.len(), "truncated frame in output");
+    frames
+}
+
+/// Parses the complete frames at the start of `wire` (bytes still arriving
+/// from a socket): the frames, and how many bytes they took. Panics on a
+/// malformed frame.
+pub fn parse_complete_frames(mut wire: &[u8]) -> (Vec<WireFrame>, usize) {
     let mut frames = Vec::new();
-    while !wire.is_empty() {
-        let HeaderParse::Complete(header, head_len) =
-            FrameHeader::parse(wire).expect("valid header")
-        else {
-            panic!("truncated header in output");
-        };
+    let mut used = 0;
+    while let HeaderParse::Complete(header, head_len) =
+        FrameHeader::parse(wire).expect("valid header")
+    {
         let end = head_len + header.payload_len as usize;
-        assert!(wire.len() >= end, "truncated payload in output");
+        if wire.len() < end {
+            break;
+        }
         let mut payload = wire[head_len..end].to_vec();
         if let Some(mask) = header.mask {
             apply_mask(&mut payload, mask);
         }
         frames.push(WireFrame { header, payload });
         wire = &wire[end..];
+        used += end;
     }
-    frames
+    (frames, used)
 }
 
 /// Writes the context's pending output out and flushes, as a driver

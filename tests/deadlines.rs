@@ -1,0 +1,304 @@
+//! Keepalive and close deadlines of the blocking driver on loopback TCP:
+//! what a silent peer receives and when `read` gives up on it, that a peer
+//! answering pings stays connected, the write side shut down after the
+//! closing handshake, and a caller's own read timeout left alone.
+//!
+//! Lower time bounds are what the rules in `src/proto/timers.rs`
+//! guarantee (the clock starts before the `read` that arms the first
+//! deadline); upper bounds are generous, for a loaded machine.
+
+mod support;
+
+use std::io::{self, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use lockgate::frame::OpCode;
+use lockgate::{CloseCode, Config, Error, Message, TimeoutKind, WebSocket};
+use support::{RawPeer, WireFrame, client_frame};
+
+const MS: Duration = Duration::from_millis(1);
+const SECOND: Duration = Duration::from_secs(1);
+
+/// The most a step that should be instant may take (the handshake, reading
+/// back what the driver wrote).
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// When a read that should fail on a deadline is made to fail instead of
+/// hanging the test run (see [`HangGuard`]).
+const HANG: Duration = Duration::from_secs(20);
+
+/// A server `WebSocket` with `config` over loopback TCP, upgraded by a
+/// [`RawPeer`] that then does nothing unless told.
+fn server_and_raw_peer(config: Config) -> (WebSocket<TcpStream>, RawPeer) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut peer = RawPeer::connect(listener.local_addr().unwrap());
+    let (stream, _) = listener.accept().unwrap();
+    let ws = lockgate::ServerOptions::new()
+        .config(config)
+        .accept(stream)
+        .unwrap();
+    peer.read_upgrade_response(LIMIT);
+    (ws, peer)
+}
+
+/// Each frame as its opcode and close code, for comparing with a table.
+fn summary(frames: &[WireFrame]) -> Vec<(OpCode, Option<u16>)> {
+    frames
+        .iter()
+        .map(|f| (f.header.opcode, f.close_code()))
+        .collect()
+}
+
+fn has_close(frames: &[WireFrame]) -> bool {
+    frames.iter().any(|f| f.header.opcode == OpCode::Close)
+}
+
+/// Makes a driver read that would hang (a deadline never firing) fail: if
+/// not dropped within [`HANG`], shuts the raw peer's socket down, so the
+/// read sees the stream end. Dropping it joins its thread.
+struct HangGuard {
+    disarm: Option<mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl HangGuard {
+    fn new(peer: &RawPeer) -> Self {
+        let socket = peer.stream.try_clone().unwrap();
+        let (disarm, disarmed) = mpsc::channel::<()>();
+        let thread = thread::spawn(move || {
+            if disarmed.recv_timeout(HANG) == Err(mpsc::RecvTimeoutError::Timeout) {
+                let _ = socket.shutdown(Shutdown::Both);
+            }
+        });
+        Self {
+            disarm: Some(disarm),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for HangGuard {
+    fn drop(&mut self) {
+        drop(self.disarm.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A peer that completed the handshake and went silent without a FIN.
+struct SilentPeerCase {
+    name: &'static str,
+    config: Config,
+    /// We start the closing handshake before reading.
+    close_first: bool,
+    kind: TimeoutKind,
+    /// The rule's earliest failure, counted from before the read.
+    at_least: Duration,
+    /// Generous: the rule says about `at_least`.
+    within: Duration,
+    /// What the silent peer receives: opcode and close code of each frame.
+    peer_receives: &'static [(OpCode, Option<u16>)],
+}
+
+fn silent_peer_cases() -> [SilentPeerCase; 2] {
+    [
+        SilentPeerCase {
+            name: "keepalive: pinged after the interval, given up a timeout later",
+            config: Config::default()
+                .ping_interval(Some(SECOND))
+                .ping_timeout(Some(SECOND)),
+            close_first: false,
+            kind: TimeoutKind::Keepalive,
+            at_least: 2 * SECOND,
+            within: 6 * SECOND,
+            peer_receives: &[(OpCode::Ping, None), (OpCode::Close, Some(1011))],
+        },
+        SilentPeerCase {
+            name: "close: our close is never answered",
+            config: Config::default()
+                .ping_interval(None)
+                .close_timeout(Some(500 * MS)),
+            close_first: true,
+            kind: TimeoutKind::Close,
+            at_least: 500 * MS,
+            within: 3 * SECOND,
+            peer_receives: &[(OpCode::Close, None)],
+        },
+    ]
+}
+
+#[test]
+fn a_silent_peer_fails_the_read_with_a_timeout() {
+    for case in silent_peer_cases() {
+        let name = case.name;
+        let (mut ws, mut peer) = server_and_raw_peer(case.config);
+        let guard = HangGuard::new(&peer);
+        let start = Instant::now();
+        if case.close_first {
+            ws.close(None).unwrap();
+        }
+        let result = ws.read();
+        let took = start.elapsed();
+        drop(guard);
+        match result {
+            Err(Error::Timeout(kind)) if kind == case.kind => {}
+            other => panic!("{name}: {other:?} after {took:?}"),
+        }
+        assert!(took >= case.at_least, "{name}: failed early, {took:?}");
+        assert!(took < case.within, "{name}: failed late, {took:?}");
+        assert!(matches!(ws.read(), Err(Error::AlreadyClosed)), "{name}");
+
+        let received = peer.receive(LIMIT, has_close);
+        assert_eq!(
+            summary(&received.frames),
+            case.peer_receives,
+            "{name}: {received:?}"
+        );
+    }
+}
+
+/// Reads as a lockgate client at its own pace (a short read timeout of its
+/// own), answering pings, and sends one message at `send_at`. Returns how
+/// many pings it read once the closing handshake completed.
+fn answering_peer(url: &str, send_at: Instant) -> usize {
+    let (mut ws, _) = lockgate::connect(url).unwrap();
+    ws.get_ref().set_read_timeout(Some(50 * MS)).unwrap();
+    let mut pings = 0;
+    let mut sent = false;
+    for _ in 0..1000 {
+        if !sent && Instant::now() >= send_at {
+            ws.send(Message::text("still here")).unwrap();
+            sent = true;
+        }
+        match ws.read() {
+            Ok(Message::Ping(_)) => pings += 1,
+            Ok(Message::Close(_)) => {}
+            Ok(other) => panic!("peer: unexpected {other:?}"),
+            Err(Error::ConnectionClosed) => return pings,
+            Err(Error::Io(e)) if is_timeout(&e) => {}
+            Err(e) => panic!("peer: {e:?}"),
+        }
+    }
+    panic!("peer: no closing handshake within 1000 reads");
+}
+
+#[test]
+fn a_peer_that_answers_pings_stays_connected() {
+    const QUIET: Duration = Duration::from_secs(2);
+    let config = Config::default()
+        .ping_interval(Some(300 * MS))
+        .ping_timeout(Some(300 * MS));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    let start = Instant::now();
+    let peer = thread::spawn(move || answering_peer(&url, start + QUIET));
+    let (stream, _) = listener.accept().unwrap();
+    let mut ws = lockgate::ServerOptions::new()
+        .config(config)
+        .accept(stream)
+        .unwrap();
+
+    // Pongs come back; no data and no error until the peer's message.
+    let mut received = None;
+    while start.elapsed() < QUIET + LIMIT {
+        match ws.read() {
+            Ok(Message::Pong(_)) => {}
+            Ok(msg) => {
+                received = Some(msg);
+                break;
+            }
+            Err(e) => panic!("after {:?}: {e:?}", start.elapsed()),
+        }
+    }
+    assert_eq!(received, Some(Message::text("still here")));
+    assert!(start.elapsed() >= QUIET, "{:?}", start.elapsed());
+
+    ws.close(None).unwrap();
+    let mut end = None;
+    for _ in 0..10 {
+        match ws.read() {
+            Ok(Message::Close(_) | Message::Pong(_)) => {}
+            other => {
+                end = Some(other);
+                break;
+            }
+        }
+    }
+    assert!(matches!(end, Some(Err(Error::ConnectionClosed))), "{end:?}");
+    let pings = peer.join().unwrap();
+    assert!(pings >= 2, "the peer saw {pings} pings in {QUIET:?}");
+}
+
+#[test]
+fn after_the_peers_close_our_write_side_is_shut_down() {
+    let (mut ws, mut peer) = server_and_raw_peer(Config::default());
+    peer.stream
+        .write_all(&client_frame(OpCode::Close, &1000u16.to_be_bytes()))
+        .unwrap();
+    match ws.read() {
+        Ok(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::Normal),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(ws.read(), Err(Error::ConnectionClosed)));
+
+    // `ws` is alive: the FIN comes from the shutdown, not from a drop.
+    let received = peer.receive(LIMIT, |_| false);
+    assert_eq!(
+        summary(&received.frames),
+        [(OpCode::Close, Some(1000))],
+        "{received:?}"
+    );
+    assert!(received.ended, "no EOF after the close reply: {received:?}");
+    drop(ws);
+}
+
+#[test]
+fn a_callers_read_timeout_is_left_alone_and_pings_still_go_out() {
+    const INTERVAL: Duration = Duration::from_secs(1);
+    let own = 100 * MS;
+    let config = Config::default()
+        .ping_interval(Some(INTERVAL))
+        .ping_timeout(None);
+    let (mut ws, mut peer) = server_and_raw_peer(config);
+    ws.get_ref().set_read_timeout(Some(own)).unwrap();
+    // As the kernel keeps it (rounded to its tick).
+    let own = ws.get_ref().read_timeout().unwrap();
+    let guard = HangGuard::new(&peer);
+
+    let start = Instant::now();
+    let mut returns = 0;
+    while start.elapsed() < 2 * INTERVAL + 500 * MS && returns < 100 {
+        let call = Instant::now();
+        let result = ws.read();
+        let took = call.elapsed();
+        match result {
+            Err(Error::Io(e)) if is_timeout(&e) => {}
+            other => panic!("call {returns}: {other:?} after {took:?}"),
+        }
+        // A driver that took the timeout over would wait for the deadline.
+        assert!(took < INTERVAL, "call {returns} took {took:?}");
+        returns += 1;
+    }
+    drop(guard);
+    assert!(returns >= 5, "{returns} returns in {:?}", start.elapsed());
+    assert_eq!(ws.get_ref().read_timeout().unwrap(), own);
+
+    let received = peer.receive(LIMIT, |frames| !frames.is_empty());
+    let frames = summary(&received.frames);
+    assert!(!frames.is_empty(), "no keepalive ping: {received:?}");
+    assert!(
+        frames.iter().all(|&f| f == (OpCode::Ping, None)),
+        "{received:?}"
+    );
+}
+
+fn is_timeout(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}

@@ -1,0 +1,106 @@
+//! [`RawPeer`]: a WebSocket client on a plain blocking `TcpStream` that
+//! upgrades by hand and then does only what a test tells it (often
+//! nothing: a peer that vanished without a FIN), and reads back what the
+//! driver under test sent it.
+//!
+//! The upgrade request is sent on connect, so a server on the same thread
+//! can accept next: the request is already waiting in its socket.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use super::{WireFrame, parse_complete_frames};
+
+/// A client upgrade request with the RFC 6455 section 1.3 key.
+const UPGRADE_REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+Upgrade: websocket\r\nConnection: Upgrade\r\n\
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+
+/// How long one read of the raw peer waits before it looks at the clock.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A raw client socket; see the module docs.
+#[derive(Debug)]
+pub struct RawPeer {
+    pub stream: TcpStream,
+}
+
+/// What a [`RawPeer`] received.
+#[derive(Debug)]
+pub struct Received {
+    /// The complete frames, in order.
+    pub frames: Vec<WireFrame>,
+    /// The stream ended (a read returned 0) after them.
+    pub ended: bool,
+}
+
+impl RawPeer {
+    /// Connects to `addr` (127.0.0.1) and sends the upgrade request.
+    pub fn connect(addr: SocketAddr) -> Self {
+        assert!(addr.ip().is_loopback(), "{addr}");
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream.write_all(UPGRADE_REQUEST).expect("send the request");
+        Self { stream }
+    }
+
+    /// Reads the server's response head (a byte at a time, so no frame
+    /// byte is taken) within `limit`, and checks it switches protocols.
+    pub fn read_upgrade_response(&mut self, limit: Duration) {
+        let end = Instant::now() + limit;
+        self.stream.set_read_timeout(Some(POLL)).unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            assert!(Instant::now() < end, "no response head within {limit:?}");
+            assert!(head.len() < 4096, "response head too long");
+            let mut byte = [0];
+            match self.stream.read(&mut byte) {
+                Ok(0) => panic!("EOF in the response head"),
+                Ok(_) => head.push(byte[0]),
+                Err(e) if is_timeout(&e) => {}
+                Err(e) => panic!("reading the response head: {e}"),
+            }
+        }
+        assert!(
+            head.starts_with(b"HTTP/1.1 101 "),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+    }
+
+    /// Reads what was sent to this peer until `done` holds for the frames
+    /// so far, the stream ends, or `limit` passes.
+    pub fn receive(&mut self, limit: Duration, done: impl Fn(&[WireFrame]) -> bool) -> Received {
+        let end = Instant::now() + limit;
+        self.stream.set_read_timeout(Some(POLL)).unwrap();
+        let mut wire = Vec::new();
+        let mut buf = [0; 4096];
+        let mut ended = false;
+        while Instant::now() < end {
+            match self.stream.read(&mut buf) {
+                Ok(0) => {
+                    ended = true;
+                    break;
+                }
+                Ok(n) => {
+                    wire.extend_from_slice(&buf[..n]);
+                    if done(&parse_complete_frames(&wire).0) {
+                        break;
+                    }
+                }
+                Err(e) if is_timeout(&e) => {}
+                Err(e) => panic!("raw peer read: {e}"),
+            }
+        }
+        let (frames, used) = parse_complete_frames(&wire);
+        assert_eq!(used, wire.len(), "a frame cut short: {frames:?}");
+        Received { frames, ended }
+    }
+}
+
+fn is_timeout(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}

@@ -1,0 +1,289 @@
+//! Keepalive and close deadlines of the tokio driver: on loopback TCP, what
+//! a silent peer receives and when `read` gives up on it (also from a
+//! split read half), that a peer answering pings stays connected, and the
+//! write side shut down after the closing handshake; on a paused clock,
+//! the keepalive failure at exactly the time the rule says.
+//!
+//! Lower time bounds are what the rules in lockgate's `proto/timers.rs`
+//! guarantee (the clock starts before the `read` that arms the first
+//! deadline); upper bounds are generous, for a loaded machine.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use lockgate::frame::OpCode;
+use support::{RawPeer, WireFrame, client_frame, parse_frames};
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::{sleep_until, timeout};
+use tokio_lockgate::{
+    CloseCode, Config, Error, Message, Role, ServerOptions, TimeoutKind, WebSocketStream,
+    accept_async_with, connect_async,
+};
+
+const MS: Duration = Duration::from_millis(1);
+const SECOND: Duration = Duration::from_secs(1);
+
+/// The most a step that should be instant may take (the handshake, reading
+/// back what the driver wrote).
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// When a read that should fail on a deadline is given up on, so a
+/// deadline that never fires fails the test instead of hanging it.
+const HANG: Duration = Duration::from_secs(20);
+
+/// A server connection with `config` over loopback TCP, upgraded by a
+/// [`RawPeer`] that then does nothing unless told. The raw peer's socket
+/// is a blocking one: it is only read once the driver is done.
+async fn server_and_raw_peer(config: Config) -> (WebSocketStream<TcpStream>, RawPeer) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut peer = RawPeer::connect(listener.local_addr().unwrap());
+    let (tcp, _) = listener.accept().await.unwrap();
+    let ws = accept_async_with(tcp, ServerOptions::new().config(config))
+        .await
+        .unwrap();
+    // The response is already written: this read does not wait.
+    peer.read_upgrade_response(LIMIT);
+    (ws, peer)
+}
+
+/// Each frame as its opcode and close code, for comparing with a table.
+fn summary(frames: &[WireFrame]) -> Vec<(OpCode, Option<u16>)> {
+    frames
+        .iter()
+        .map(|f| (f.header.opcode, f.close_code()))
+        .collect()
+}
+
+fn has_close(frames: &[WireFrame]) -> bool {
+    frames.iter().any(|f| f.header.opcode == OpCode::Close)
+}
+
+fn keepalive(interval: Duration, timeout: Duration) -> Config {
+    Config::default()
+        .ping_interval(Some(interval))
+        .ping_timeout(Some(timeout))
+}
+
+/// What a silent keepalive peer receives: a ping, then the 1011 close.
+const PING_THEN_1011: [(OpCode, Option<u16>); 2] =
+    [(OpCode::Ping, None), (OpCode::Close, Some(1011))];
+
+/// A peer that completed the handshake and went silent without a FIN.
+struct SilentPeerCase {
+    name: &'static str,
+    config: Config,
+    /// We start the closing handshake before reading.
+    close_first: bool,
+    kind: TimeoutKind,
+    /// The rule's earliest failure, counted from before the read.
+    at_least: Duration,
+    /// Generous: the rule says about `at_least`.
+    within: Duration,
+    /// What the silent peer receives: opcode and close code of each frame.
+    peer_receives: &'static [(OpCode, Option<u16>)],
+}
+
+fn silent_peer_cases() -> [SilentPeerCase; 2] {
+    [
+        SilentPeerCase {
+            name: "keepalive: pinged after the interval, given up a timeout later",
+            config: keepalive(SECOND, SECOND),
+            close_first: false,
+            kind: TimeoutKind::Keepalive,
+            at_least: 2 * SECOND,
+            within: 6 * SECOND,
+            peer_receives: &PING_THEN_1011,
+        },
+        SilentPeerCase {
+            name: "close: our close is never answered",
+            config: Config::default()
+                .ping_interval(None)
+                .close_timeout(Some(500 * MS)),
+            close_first: true,
+            kind: TimeoutKind::Close,
+            at_least: 500 * MS,
+            within: 3 * SECOND,
+            peer_receives: &[(OpCode::Close, None)],
+        },
+    ]
+}
+
+#[tokio::test]
+async fn a_silent_peer_fails_the_read_with_a_timeout() {
+    for case in silent_peer_cases() {
+        let name = case.name;
+        let (mut ws, mut peer) = server_and_raw_peer(case.config).await;
+        let start = Instant::now();
+        if case.close_first {
+            ws.close(None).await.unwrap();
+        }
+        let result = timeout(HANG, ws.read()).await;
+        let took = start.elapsed();
+        match result {
+            Ok(Err(Error::Timeout(kind))) if kind == case.kind => {}
+            other => panic!("{name}: {other:?} after {took:?}"),
+        }
+        assert!(took >= case.at_least, "{name}: failed early, {took:?}");
+        assert!(took < case.within, "{name}: failed late, {took:?}");
+        assert!(
+            matches!(ws.read().await, Err(Error::AlreadyClosed)),
+            "{name}"
+        );
+
+        let received = peer.receive(LIMIT, has_close);
+        assert_eq!(
+            summary(&received.frames),
+            case.peer_receives,
+            "{name}: {received:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_split_read_half_fails_on_a_silent_peer_while_the_write_half_idles() {
+    let interval = 300 * MS;
+    let (ws, mut peer) = server_and_raw_peer(keepalive(interval, interval)).await;
+    let (mut reader, writer) = ws.split();
+    let start = Instant::now();
+    let result = timeout(HANG, reader.read()).await;
+    let took = start.elapsed();
+    match result {
+        Ok(Err(Error::Timeout(TimeoutKind::Keepalive))) => {}
+        other => panic!("{other:?} after {took:?}"),
+    }
+    assert!(took >= 2 * interval, "failed early, {took:?}");
+    assert!(took < 5 * SECOND, "failed late, {took:?}");
+
+    let received = peer.receive(LIMIT, has_close);
+    assert_eq!(summary(&received.frames), PING_THEN_1011, "{received:?}");
+    drop(writer);
+}
+
+/// A tokio lockgate client that keeps reading (so it answers pings) and
+/// sends one message at `send_at`. Returns how many pings it read once
+/// the closing handshake completed.
+async fn answering_peer(url: String, send_at: tokio::time::Instant) -> usize {
+    let (mut ws, _) = connect_async(url).await.unwrap();
+    let mut pings = 0;
+    let mut sent = false;
+    for _ in 0..1000 {
+        tokio::select! {
+            result = ws.read() => match result {
+                Ok(Message::Ping(_)) => pings += 1,
+                Ok(Message::Close(_)) => {}
+                Err(Error::ConnectionClosed) => return pings,
+                other => panic!("peer: {other:?}"),
+            },
+            () = sleep_until(send_at), if !sent => {
+                ws.send(Message::text("still here")).await.unwrap();
+                sent = true;
+            }
+        }
+    }
+    panic!("peer: no closing handshake within 1000 reads");
+}
+
+#[tokio::test]
+async fn a_peer_that_answers_pings_stays_connected() {
+    const QUIET: Duration = Duration::from_secs(2);
+    let interval = 300 * MS;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    let start = Instant::now();
+    let peer = tokio::spawn(answering_peer(
+        url,
+        tokio::time::Instant::from_std(start + QUIET),
+    ));
+    let (tcp, _) = listener.accept().await.unwrap();
+    let mut ws = accept_async_with(
+        tcp,
+        ServerOptions::new().config(keepalive(interval, interval)),
+    )
+    .await
+    .unwrap();
+
+    // Pongs come back; no data and no error until the peer's message.
+    let reading = async {
+        for _ in 0..1000 {
+            match ws.read().await {
+                Ok(Message::Pong(_)) => {}
+                Ok(msg) => return msg,
+                Err(e) => panic!("after {:?}: {e:?}", start.elapsed()),
+            }
+        }
+        panic!("1000 pongs and no message");
+    };
+    let received = timeout(QUIET + LIMIT, reading).await.unwrap();
+    assert_eq!(received, Message::text("still here"));
+    assert!(start.elapsed() >= QUIET, "{:?}", start.elapsed());
+
+    ws.close(None).await.unwrap();
+    let mut end = None;
+    for _ in 0..10 {
+        match timeout(LIMIT, ws.read()).await.unwrap() {
+            Ok(Message::Close(_) | Message::Pong(_)) => {}
+            other => {
+                end = Some(other);
+                break;
+            }
+        }
+    }
+    assert!(matches!(end, Some(Err(Error::ConnectionClosed))), "{end:?}");
+    let pings = timeout(LIMIT, peer).await.unwrap().unwrap();
+    assert!(pings >= 2, "the peer saw {pings} pings in {QUIET:?}");
+}
+
+#[tokio::test]
+async fn after_the_peers_close_our_write_side_is_shut_down() {
+    let (mut ws, mut peer) = server_and_raw_peer(Config::default()).await;
+    std::io::Write::write_all(
+        &mut peer.stream,
+        &client_frame(OpCode::Close, &1000u16.to_be_bytes()),
+    )
+    .unwrap();
+    match timeout(LIMIT, ws.read()).await.unwrap() {
+        Ok(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::Normal),
+        other => panic!("{other:?}"),
+    }
+    let end = timeout(LIMIT, ws.read()).await.unwrap();
+    assert!(matches!(end, Err(Error::ConnectionClosed)), "{end:?}");
+
+    // `ws` is alive: the FIN comes from the shutdown, not from a drop.
+    let received = peer.receive(LIMIT, |_| false);
+    assert_eq!(
+        summary(&received.frames),
+        [(OpCode::Close, Some(1000))],
+        "{received:?}"
+    );
+    assert!(received.ended, "no EOF after the close reply: {received:?}");
+    drop(ws);
+}
+
+/// On a paused clock the deadline is exact: the first read arms the
+/// keepalive interval at connection start, the ping goes out when it
+/// passes, and the read fails when the ping timeout passes after that.
+#[tokio::test(start_paused = true)]
+async fn a_silent_peer_fails_at_exactly_interval_plus_timeout_on_a_paused_clock() {
+    let (interval, ping_timeout) = (SECOND, 3 * SECOND);
+    let (ours, mut peer_end) = tokio::io::duplex(4096);
+    let mut ws =
+        WebSocketStream::from_raw_socket(ours, Role::Server, keepalive(interval, ping_timeout));
+    let start = tokio::time::Instant::now();
+    let real = Instant::now();
+    let result = ws.read().await;
+    assert!(
+        matches!(result, Err(Error::Timeout(TimeoutKind::Keepalive))),
+        "{result:?}"
+    );
+    assert_eq!(start.elapsed(), interval + ping_timeout);
+    // Virtual time only: no real wait for the deadlines.
+    assert!(real.elapsed() < interval, "{:?}", real.elapsed());
+
+    // The peer end, read only now: the ping, then the 1011 close.
+    drop(ws);
+    let mut wire = Vec::new();
+    peer_end.read_to_end(&mut wire).await.unwrap();
+    assert_eq!(summary(&parse_frames(&wire)), PING_THEN_1011);
+}
