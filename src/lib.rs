@@ -25,7 +25,7 @@
 //! # Ok::<(), lockgate::Error>(())
 //! ```
 
-pub mod codec;
+mod codec;
 mod config;
 mod connect;
 pub mod deflate;
