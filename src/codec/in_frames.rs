@@ -111,7 +111,10 @@ impl Frame<'_> {
 
     /// Consumes the frame and returns its payload: copied out if it is
     /// small, split from the receive buffer without a copy otherwise.
-    #[inline]
+    // `always`: left to itself the compiler calls it, passing the frame
+    // through memory; inlined, reading 100k small texts takes 6 % fewer
+    // instructions (cachegrind).
+    #[inline(always)]
     pub(crate) fn take(self) -> Bytes {
         let payload = self.frames.detach(self.payload);
         self.frames.end_frame();

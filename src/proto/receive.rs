@@ -208,6 +208,7 @@ impl FrameCheck for HeaderAndText<'_> {
 
     /// Enforces what RFC 6455 requires of a receiver before a byte of the
     /// payload is buffered.
+    #[inline]
     fn header(&mut self, header: &FrameHeader) -> Result<()> {
         // RFC 7692 section 6: RSV1 marks the first frame of a compressed
         // message, and only that, once permessage-deflate is negotiated.
@@ -307,6 +308,7 @@ impl FrameCheck for HeaderAndText<'_> {
 
     /// Validates text as it arrives: fail fast, not when the message ends.
     /// A compressed message is validated after inflating.
+    #[inline]
     fn payload(&mut self, header: &FrameHeader, bytes: &[u8], ascii: bool) -> Result<()> {
         if header.opcode.is_control() || self.inflating.is_some() {
             return Ok(());
