@@ -86,9 +86,10 @@ pub(crate) trait FrameCheck {
 /// A frame whose header passed [`FrameCheck::header`] and whose whole
 /// payload is buffered, unmasked and passed [`FrameCheck::payload`]; from
 /// [`InFrames::next_frame`]. Consume it with [`take`](Frame::take) or
-/// [`skip`](Frame::skip).
+/// [`skip`](Frame::skip) before decoding goes on: its payload was unmasked
+/// in place, so it cannot be decoded a second time.
 #[derive(Debug)]
-#[must_use = "the frame stays buffered until it is taken or skipped"]
+#[must_use = "a frame must be taken or skipped before the next one"]
 pub(crate) struct Frame<'a> {
     frames: &'a mut InFrames,
     header: FrameHeader,
@@ -112,8 +113,8 @@ impl Frame<'_> {
     /// Consumes the frame and returns its payload: copied out if it is
     /// small, split from the receive buffer without a copy otherwise.
     // `always`: left to itself the compiler calls it, passing the frame
-    // through memory; inlined, reading 100k small texts takes 6 % fewer
-    // instructions (cachegrind).
+    // through memory. Inlined, reading small texts through the context
+    // takes 730 instructions a message instead of 773 (cachegrind).
     #[inline(always)]
     pub(crate) fn take(self) -> Bytes {
         let payload = self.frames.detach(self.payload);
