@@ -28,8 +28,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::{Buf, Config, Message, Role, Utf8Bytes, WebSocketContext};
 
-/// Bytes of distinct messages cycled through. Small corpora flatter the
-/// codec: cycling through 64 × 1 KiB, compress and decompress both ran
+/// Bytes of distinct messages cycled through. Small corpora flatter
+/// DEFLATE: cycling through 64 × 1 KiB, compress and decompress both ran
 /// about twice as fast as on 50k distinct messages (the branch predictor
 /// and caches learn the repeating input), so each size gets 4 MiB of
 /// distinct text (4096 × 1 KiB, 64 × 64 KiB), which measured like the
@@ -38,7 +38,7 @@ const CORPUS_BYTES: usize = 4 << 20;
 
 /// Deterministic JSON-like text: an array of event records with varying
 /// numbers and a handful of repeated keys and values, as chat or market
-/// data feeds send. Same generator as the codec's unit tests and
+/// data feeds send. Same generator as the raw DEFLATE unit tests and
 /// `bench-peers`.
 fn json_like(len: usize, seed: u64) -> String {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;

@@ -24,7 +24,7 @@ pub enum InflateFailure {
 #[cfg(feature = "deflate")]
 #[derive(Debug)]
 pub struct Inflater {
-    inner: crate::deflate::codec::Inflater,
+    inner: crate::deflate::raw::Inflater,
     out: BytesMut,
 }
 
@@ -33,7 +33,7 @@ impl Inflater {
     /// An inflater for the peer's window bits (clamped to 9..=15).
     pub fn new(window_bits: u8, no_context_takeover: bool) -> Self {
         Self {
-            inner: crate::deflate::codec::Inflater::new(window_bits, no_context_takeover),
+            inner: crate::deflate::raw::Inflater::new(window_bits, no_context_takeover),
             out: BytesMut::new(),
         }
     }
@@ -46,7 +46,7 @@ impl Inflater {
     ///
     /// The message is larger than `max`, or the data is invalid.
     pub fn inflate(&mut self, payload: &[u8], fin: bool, max: usize) -> Result<(), InflateFailure> {
-        use crate::deflate::codec::InflateError;
+        use crate::deflate::raw::InflateError;
         let result = self.inner.inflate(payload, fin, &mut self.out, max);
         result.map_err(|e| match e {
             InflateError::TooLarge { .. } => InflateFailure::TooLarge,

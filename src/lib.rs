@@ -47,7 +47,7 @@
 //! HTTP error at once. Every driver runs the same sans-IO
 //! [`HandshakeDriver`](handshake::HandshakeDriver).
 
-pub mod codec;
+mod codec;
 mod config;
 mod connect;
 pub mod deflate;

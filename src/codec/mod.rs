@@ -1,19 +1,23 @@
 //! The codec layer: buffers between the socket and the protocol, no I/O.
 //!
-//! [`FrameCodec`] owns the bytes received and not yet parsed ([`InFrames`])
-//! and the bounded out buffer of encoded frames ([`OutBuffer`]).
+//! [`FrameCodec`] owns the bytes received and not yet parsed ([`InFrames`],
+//! which hands out whole frames through
+//! [`next_frame`](InFrames::next_frame)) and the bounded out buffer of
+//! encoded frames ([`OutBuffer`]). Crate-private: the public way in is
+//! [`WebSocketContext`](crate::WebSocketContext).
 
 mod in_frames;
 mod out_buffer;
+mod read_sizing;
 
-pub use in_frames::{InFrames, WholeFrame};
-pub use out_buffer::OutBuffer;
+pub(crate) use in_frames::{FrameCheck, InFrames};
+pub(crate) use out_buffer::OutBuffer;
 
 /// The two buffers of a connection.
 #[derive(Debug, Default)]
-pub struct FrameCodec {
+pub(crate) struct FrameCodec {
     /// Received bytes and the frame being read.
-    pub input: InFrames,
+    pub(crate) input: InFrames,
     /// Encoded frames waiting for the socket.
-    pub output: OutBuffer,
+    pub(crate) output: OutBuffer,
 }

@@ -23,7 +23,7 @@ const KEEP_WHEN_DRAINED: usize = 64 * 1024;
 /// I/O, never copied. Consuming output ([`Buf::advance`]) moves a cursor; a
 /// partial write never shifts the remainder.
 #[derive(Debug, Default)]
-pub struct OutBuffer {
+pub(crate) struct OutBuffer {
     /// Frozen chunks that precede `tail`, oldest first.
     queue: VecDeque<Bytes>,
     /// The newest encoded bytes, after everything in `queue`.
@@ -34,32 +34,32 @@ pub struct OutBuffer {
 impl OutBuffer {
     /// Bytes waiting to be written.
     #[inline]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// Whether nothing is waiting.
     #[inline]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// How many separate slices the pending bytes occupy.
     #[inline]
-    pub fn chunk_count(&self) -> usize {
+    pub(crate) fn chunk_count(&self) -> usize {
         self.queue.len() + usize::from(!self.tail.is_empty())
     }
 
     /// Fills `dst` with the pending slices in order, and returns how many it
     /// filled (at most `dst.len()`).
-    pub fn slices<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+    pub(crate) fn slices<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
         self.chunks_vectored(dst)
     }
 
     /// Appends one frame: `header` followed by `payload`, masked with the
     /// header's key if it has one.
     #[inline]
-    pub fn push_frame(&mut self, header: &FrameHeader, payload: Bytes) {
+    pub(crate) fn push_frame(&mut self, header: &FrameHeader, payload: Bytes) {
         let mut head = [0u8; MAX_HEADER_LEN];
         let head_len = header.encode(&mut head);
         let payload_len = payload.len();
@@ -97,7 +97,7 @@ impl OutBuffer {
     /// peer). Otherwise a drained buffer keeps its allocation, so the rest
     /// of a burst written out in pieces does not grow a new one.
     #[inline]
-    pub fn release_if_drained(&mut self) {
+    pub(crate) fn release_if_drained(&mut self) {
         // `capacity` excludes what was consumed from the front, so ask
         // whether the whole allocation is above the bound (this also moves
         // the empty view back to its start).

@@ -5,10 +5,10 @@
 //! Compression itself needs the `deflate` cargo feature (on by default);
 //! without it nothing is offered or accepted.
 
-#[cfg(feature = "deflate")]
-pub(crate) mod codec;
 mod config;
 pub(crate) mod params;
+#[cfg(feature = "deflate")]
+pub(crate) mod raw;
 
 pub use config::DeflateConfig;
 pub(crate) use config::usable;

@@ -17,8 +17,8 @@ use crate::error::{CapacityError, ProtocolError};
 #[cfg(feature = "deflate")]
 #[derive(Debug)]
 pub(crate) struct Compression {
-    deflater: crate::deflate::codec::Deflater,
-    inflater: crate::deflate::codec::Inflater,
+    deflater: crate::deflate::raw::Deflater,
+    inflater: crate::deflate::raw::Inflater,
     min_size: usize,
 }
 
@@ -53,7 +53,7 @@ pub(crate) fn negotiated(
 pub(crate) fn compressed_bound(len: usize) -> usize {
     #[cfg(feature = "deflate")]
     {
-        crate::deflate::codec::max_compressed_len(len)
+        crate::deflate::raw::max_compressed_len(len)
     }
     #[cfg(not(feature = "deflate"))]
     {
@@ -66,7 +66,7 @@ impl Compression {
     /// State for `params`, with local settings from `config`. Allocates
     /// nothing until the first compressed message.
     fn new(role: Role, params: &DeflateParams, config: &DeflateConfig) -> Self {
-        use crate::deflate::codec::{Deflater, Inflater};
+        use crate::deflate::raw::{Deflater, Inflater};
         Self {
             deflater: Deflater::new(
                 config.compression_level,
@@ -110,7 +110,7 @@ impl Compression {
         max: usize,
         text: bool,
     ) -> Result<(), Error> {
-        use crate::deflate::codec::InflateError;
+        use crate::deflate::raw::InflateError;
         self.inflater
             .inflate(payload, fin, out, max)
             .map_err(|e| match e {

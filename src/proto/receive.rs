@@ -2,9 +2,10 @@
 
 use bytes::{Bytes, BytesMut};
 
-use crate::config::Role;
+use crate::codec::FrameCheck;
+use crate::config::{Config, Role};
 use crate::error::{CapacityError, Error, ProtocolError, Result};
-use crate::frame::{FrameHeader, HeaderParse, OpCode};
+use crate::frame::{FrameHeader, OpCode};
 use crate::message::Message;
 use crate::proto::assembler::Fragments;
 use crate::proto::close_payload::parse_close;
@@ -72,73 +73,147 @@ impl WebSocketContext {
 
     fn read_frames(&mut self) -> Result<Option<Message>> {
         loop {
-            let header = match self.codec.input.current_header() {
-                Some(header) => header,
-                None => {
-                    let (header, header_len) = match self.codec.input.peek_header()? {
-                        HeaderParse::Partial => return Ok(None),
-                        HeaderParse::Complete(header, len) => (header, len),
-                    };
-                    self.check_header(&header)?;
-                    if let Some(whole) = self.codec.input.unmask_whole(&header, header_len) {
-                        let plain_data = !header.opcode.is_control() && self.inflating.is_none();
-                        let payload = self.codec.input.whole_payload(&whole);
-                        if plain_data {
-                            if let Some(text) = self.text.as_mut() {
-                                // ASCII is valid UTF-8 when no character
-                                // was cut off by the previous fragment.
-                                if !(whole.ascii && text.at_char_boundary()) {
-                                    text.feed(payload).map_err(|_| ProtocolError::InvalidUtf8)?;
-                                }
-                            }
-                        }
-                        let msg = match self.fragments.as_mut() {
-                            Some(fragments) if plain_data => {
-                                // Copied straight into the message: no
-                                // allocation per fragment.
-                                fragments.push(payload, header.fin, self.config.message_limit());
-                                self.codec.input.skip_whole(whole);
-                                self.finish_fragment(header.fin)?
-                            }
-                            _ => {
-                                let payload = self.codec.input.take_whole(whole);
-                                self.on_frame(header, payload)?
-                            }
-                        };
-                        match msg {
-                            Some(msg) => return Ok(Some(msg)),
-                            None => continue,
-                        }
-                    }
-                    self.codec.input.begin(header, header_len);
-                    header
-                }
+            let mut check = HeaderAndText {
+                role: self.role,
+                config: &self.config,
+                negotiated: self.compression.is_some(),
+                fragments: &mut self.fragments,
+                text: &mut self.text,
+                inflating: &mut self.inflating,
             };
-            let fresh = self.codec.input.unmask_new();
-            // A compressed message is validated after inflating.
-            if !header.opcode.is_control() && self.inflating.is_none() {
-                if let Some(text) = self.text.as_mut() {
-                    // Fail fast: check text as it arrives, not when it ends.
-                    text.feed(&self.codec.input.payload_so_far()[fresh])
-                        .map_err(|_| ProtocolError::InvalidUtf8)?;
-                }
-            }
-            let Some((header, payload)) = self.codec.input.take_frame() else {
+            let Some(frame) = self.codec.input.next_frame(&mut check)? else {
                 return Ok(None);
             };
-            if let Some(msg) = self.on_frame(header, payload)? {
+            let header = frame.header();
+            let data = !header.opcode.is_control();
+            let msg = if data && self.inflating.is_some() {
+                let payload = frame.take();
+                self.on_compressed_frame(header, payload)?
+            } else if let (true, Some(fragments)) = (data, self.fragments.as_mut()) {
+                // Copied straight from the receive buffer into the message:
+                // no allocation per fragment.
+                fragments.push(frame.payload(), header.fin, self.config.message_limit());
+                frame.skip();
+                self.finish_fragment(header.fin)?
+            } else {
+                let payload = frame.take();
+                Some(self.on_frame(header, payload)?)
+            };
+            if let Some(msg) = msg {
                 return Ok(Some(msg));
             }
         }
     }
 
+    /// One frame of a compressed message: inflate it (bounded by
+    /// `max_message_size`), validate new text as it appears.
+    fn on_compressed_frame(
+        &mut self,
+        header: FrameHeader,
+        payload: Bytes,
+    ) -> Result<Option<Message>> {
+        let mut inflated = self.inflating.take().expect("a compressed message is open");
+        let before = inflated.len();
+        let max = self.config.message_limit();
+        let text = self.text.is_some();
+        let compression = self.compression.as_mut().expect("negotiated");
+        compression.inflate(&payload, header.fin, &mut inflated, max, text)?;
+        if let Some(validator) = self.text.as_mut() {
+            validator
+                .feed(&inflated[before..])
+                .map_err(|_| ProtocolError::InvalidUtf8)?;
+        }
+        if !header.fin {
+            self.inflating = Some(inflated);
+            return Ok(None);
+        }
+        let opcode = match self.fragments.take() {
+            Some(fragments) => fragments.opcode(),
+            None => header.opcode,
+        };
+        self.complete(opcode, inflated.freeze()).map(Some)
+    }
+
+    /// After a fragment of an uncompressed message was appended: the
+    /// message, if that was its last frame.
+    fn finish_fragment(&mut self, fin: bool) -> Result<Option<Message>> {
+        if !fin {
+            return Ok(None);
+        }
+        let fragments = self.fragments.take().expect("a fragmented message is open");
+        self.complete(fragments.opcode(), fragments.finish())
+            .map(Some)
+    }
+
+    /// A control frame, or a data message in one uncompressed frame.
+    fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Message> {
+        let msg = match header.opcode {
+            OpCode::Text | OpCode::Binary => {
+                debug_assert!(header.fin, "a first fragment opens `fragments`");
+                self.complete(header.opcode, payload)?
+            }
+            OpCode::Continuation => {
+                unreachable!("the header check opened the message it continues")
+            }
+            OpCode::Ping => {
+                if self.state.answers_pings() {
+                    self.pending_pong = Some(payload.clone());
+                }
+                Message::Ping(payload)
+            }
+            OpCode::Pong => Message::Pong(payload),
+            OpCode::Close => {
+                let frame = parse_close(payload)?;
+                match self.state {
+                    State::Active => {
+                        // Echo the code; a reply to a close without one is
+                        // empty too.
+                        self.pending_close = Some(frame.as_ref().map(|f| f.code));
+                        self.state = State::ClosedByPeer;
+                    }
+                    _ => self.state = State::CloseAcknowledged,
+                }
+                Message::Close(frame)
+            }
+        };
+        Ok(msg)
+    }
+
+    fn complete(&mut self, opcode: OpCode, payload: Bytes) -> Result<Message> {
+        if opcode == OpCode::Binary {
+            return Ok(Message::Binary(payload));
+        }
+        let mut text = self.text.take().expect("text frames start a validator");
+        text.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
+        Ok(Message::Text(Utf8Bytes::from_validated(payload)))
+    }
+}
+
+/// The context's side of decoding, lent to
+/// [`InFrames::next_frame`](crate::codec::InFrames::next_frame): the fields
+/// a header is checked against and the message state it opens, everything
+/// but the codec (which is decoding meanwhile).
+struct HeaderAndText<'a> {
+    role: Role,
+    config: &'a Config,
+    /// permessage-deflate was negotiated.
+    negotiated: bool,
+    fragments: &'a mut Option<Box<Fragments>>,
+    text: &'a mut Option<Utf8Stream>,
+    inflating: &'a mut Option<BytesMut>,
+}
+
+impl FrameCheck for HeaderAndText<'_> {
+    type Error = Error;
+
     /// Enforces what RFC 6455 requires of a receiver before a byte of the
     /// payload is buffered.
-    fn check_header(&mut self, header: &FrameHeader) -> Result<()> {
+    #[inline]
+    fn header(&mut self, header: &FrameHeader) -> Result<()> {
         // RFC 7692 section 6: RSV1 marks the first frame of a compressed
         // message, and only that, once permessage-deflate is negotiated.
         let starts_message = matches!(header.opcode, OpCode::Text | OpCode::Binary);
-        let compressed_start = header.rsv1 && starts_message && self.compression.is_some();
+        let compressed_start = header.rsv1 && starts_message && self.negotiated;
         // RFC 6455 5.2: "MUST be 0 unless an extension is negotiated that
         // defines meanings for non-zero values."
         if (header.rsv1 && !compressed_start) || header.rsv2 || header.rsv3 {
@@ -165,7 +240,7 @@ impl WebSocketContext {
             }
             return Ok(());
         }
-        let so_far = match (header.opcode, &mut self.fragments) {
+        let so_far = match (header.opcode, &mut *self.fragments) {
             (OpCode::Continuation, None) => {
                 return Err(ProtocolError::UnexpectedContinuation.into());
             }
@@ -215,104 +290,36 @@ impl WebSocketContext {
             }
         }
         match header.opcode {
-            OpCode::Text => self.text = Some(Utf8Stream::default()),
-            OpCode::Binary => self.text = None,
+            OpCode::Text => *self.text = Some(Utf8Stream::default()),
+            OpCode::Binary => *self.text = None,
             _ => {}
         }
         if starts_message && !header.fin {
-            self.fragments = Some(Box::new(Fragments::new(header.opcode)));
+            *self.fragments = Some(Box::new(Fragments::new(header.opcode)));
         }
         // A message can only start once the previous one is complete, so
         // `inflating` is already `None` here unless this one is compressed.
         debug_assert!(!starts_message || self.inflating.is_none());
         if compressed_start {
-            self.inflating = Some(BytesMut::new());
+            *self.inflating = Some(BytesMut::new());
         }
         Ok(())
     }
 
-    /// One frame of a compressed message: inflate it (bounded by
-    /// `max_message_size`), validate new text as it appears.
-    fn on_compressed_frame(
-        &mut self,
-        header: FrameHeader,
-        payload: Bytes,
-    ) -> Result<Option<Message>> {
-        let mut inflated = self.inflating.take().expect("a compressed message is open");
-        let before = inflated.len();
-        let max = self.config.message_limit();
-        let text = self.text.is_some();
-        let compression = self.compression.as_mut().expect("negotiated");
-        compression.inflate(&payload, header.fin, &mut inflated, max, text)?;
-        if let Some(validator) = self.text.as_mut() {
-            validator
-                .feed(&inflated[before..])
-                .map_err(|_| ProtocolError::InvalidUtf8)?;
+    /// Validates text as it arrives: fail fast, not when the message ends.
+    /// A compressed message is validated after inflating.
+    #[inline]
+    fn payload(&mut self, header: &FrameHeader, bytes: &[u8], ascii: bool) -> Result<()> {
+        if header.opcode.is_control() || self.inflating.is_some() {
+            return Ok(());
         }
-        if !header.fin {
-            self.inflating = Some(inflated);
-            return Ok(None);
-        }
-        let opcode = match self.fragments.take() {
-            Some(fragments) => fragments.opcode(),
-            None => header.opcode,
-        };
-        self.complete(opcode, inflated.freeze()).map(Some)
-    }
-
-    /// After a fragment of an uncompressed message was appended: the
-    /// message, if that was its last frame.
-    fn finish_fragment(&mut self, fin: bool) -> Result<Option<Message>> {
-        if !fin {
-            return Ok(None);
-        }
-        let fragments = self.fragments.take().expect("a fragmented message is open");
-        self.complete(fragments.opcode(), fragments.finish())
-            .map(Some)
-    }
-
-    fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Option<Message>> {
-        if self.inflating.is_some() && !header.opcode.is_control() {
-            return self.on_compressed_frame(header, payload);
-        }
-        let msg = match header.opcode {
-            OpCode::Text | OpCode::Binary if header.fin => self.complete(header.opcode, payload)?,
-            OpCode::Text | OpCode::Binary | OpCode::Continuation => {
-                let limit = self.config.message_limit();
-                let fragments = self.fragments.as_mut().expect("opened with the header");
-                fragments.push(&payload, header.fin, limit);
-                return self.finish_fragment(header.fin);
+        if let Some(text) = self.text.as_mut() {
+            // ASCII is valid UTF-8 when no character was cut off by the
+            // previous fragment.
+            if !(ascii && text.at_char_boundary()) {
+                text.feed(bytes).map_err(|_| ProtocolError::InvalidUtf8)?;
             }
-            OpCode::Ping => {
-                if self.state.answers_pings() {
-                    self.pending_pong = Some(payload.clone());
-                }
-                Message::Ping(payload)
-            }
-            OpCode::Pong => Message::Pong(payload),
-            OpCode::Close => {
-                let frame = parse_close(payload)?;
-                match self.state {
-                    State::Active => {
-                        // Echo the code; a reply to a close without one is
-                        // empty too.
-                        self.pending_close = Some(frame.as_ref().map(|f| f.code));
-                        self.state = State::ClosedByPeer;
-                    }
-                    _ => self.state = State::CloseAcknowledged,
-                }
-                Message::Close(frame)
-            }
-        };
-        Ok(Some(msg))
-    }
-
-    fn complete(&mut self, opcode: OpCode, payload: Bytes) -> Result<Message> {
-        if opcode == OpCode::Binary {
-            return Ok(Message::Binary(payload));
         }
-        let mut text = self.text.take().expect("text frames start a validator");
-        text.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
-        Ok(Message::Text(Utf8Bytes::from_validated(payload)))
+        Ok(())
     }
 }
