@@ -30,9 +30,10 @@ pub struct Config {
     pub(crate) read_buffer_size: usize,
     pub(crate) write_buffer_size: usize,
     pub(crate) max_write_buffer_size: usize,
-    pub(crate) max_message_size: Option<usize>,
-    pub(crate) max_frame_size: Option<usize>,
-    pub(crate) max_fragments: Option<usize>,
+    // `usize::MAX` for no limit: half the size of an `Option<usize>`.
+    pub(crate) max_message_size: usize,
+    pub(crate) max_frame_size: usize,
+    pub(crate) max_fragments: usize,
     pub(crate) accept_unmasked_frames: bool,
     // Millisecond resolution keeps these small: every connection holds
     // its config.
@@ -70,6 +71,9 @@ impl From<Option<Duration>> for Millis {
     }
 }
 
+/// A size limit of `usize::MAX` is no limit (`None`).
+const NO_LIMIT: usize = usize::MAX;
+
 /// 64 MiB: the largest message accepted by default.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
 /// 16 MiB: the largest frame accepted by default.
@@ -101,9 +105,9 @@ impl Default for Config {
             read_buffer_size: 8 * 1024,
             write_buffer_size: 128 * 1024,
             max_write_buffer_size: DEFAULT_MAX_WRITE_BUFFER_SIZE,
-            max_message_size: Some(DEFAULT_MAX_MESSAGE_SIZE),
-            max_frame_size: Some(DEFAULT_MAX_FRAME_SIZE),
-            max_fragments: Some(DEFAULT_MAX_FRAGMENTS),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            max_fragments: DEFAULT_MAX_FRAGMENTS,
             accept_unmasked_frames: false,
             handshake_timeout: Millis::from(Some(DEFAULT_HANDSHAKE_TIMEOUT)),
             ping_interval: Millis::from(Some(DEFAULT_PING_INTERVAL)),
@@ -160,7 +164,7 @@ impl Config {
     /// (at most about twice the bytes received while it grows, never more
     /// than this limit), and small messages never keep a read buffer alive.
     pub fn max_message_size(mut self, bytes: Option<usize>) -> Self {
-        self.max_message_size = bytes;
+        self.max_message_size = bytes.unwrap_or(NO_LIMIT);
         self
     }
 
@@ -173,14 +177,14 @@ impl Config {
     /// empty ones would let a message stay open forever without reaching
     /// `max_message_size`.
     pub fn max_fragments(mut self, frames: Option<usize>) -> Self {
-        self.max_fragments = frames;
+        self.max_fragments = frames.unwrap_or(NO_LIMIT);
         self
     }
 
     /// The largest incoming frame payload. Default 16 MiB; `None` for no
     /// limit. Checked on the header, before anything is allocated.
     pub fn max_frame_size(mut self, bytes: Option<usize>) -> Self {
-        self.max_frame_size = bytes;
+        self.max_frame_size = bytes.unwrap_or(NO_LIMIT);
         self
     }
 
@@ -297,22 +301,22 @@ impl Config {
 
     /// See [`Config::max_message_size`].
     pub fn get_max_message_size(&self) -> Option<usize> {
-        self.max_message_size
+        (self.max_message_size != NO_LIMIT).then_some(self.max_message_size)
     }
 
     /// See [`Config::max_frame_size`].
     pub fn get_max_frame_size(&self) -> Option<usize> {
-        self.max_frame_size
+        (self.max_frame_size != NO_LIMIT).then_some(self.max_frame_size)
     }
 
     /// See [`Config::max_fragments`].
     pub fn get_max_fragments(&self) -> Option<usize> {
-        self.max_fragments
+        (self.max_fragments != NO_LIMIT).then_some(self.max_fragments)
     }
 
     /// `max_message_size`, or no limit.
     pub(crate) fn message_limit(&self) -> usize {
-        self.max_message_size.unwrap_or(usize::MAX)
+        self.max_message_size
     }
 
     /// See [`Config::accept_unmasked_frames`].

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use lockgate::frame::{FrameHeader, OpCode};
 use lockgate::handshake::{ClientHandshake, NoCallback, ServerHandshake};
-use lockgate::{Config, Message, Role, WebSocketContext, http};
+use lockgate::{Buf, Config, Message, Role, WebSocketContext, http};
 use lockgate_fuzz::{
     ContextKnobs, Shape, deflate_params, encode_frame, handshake_deflate, take_frames,
 };
@@ -98,14 +98,11 @@ fn compressed(params_knob: u8, messages: &[Message]) -> Vec<(FrameHeader, Vec<u8
     let config = Config::default();
     let mut writer =
         WebSocketContext::with_deflate(Role::Server, config, Some(deflate_params(params_knob)));
-    let mut wire = Vec::new();
     for msg in messages {
         writer.write(msg.clone()).expect("write");
     }
-    while writer.output_len() > 0 {
-        wire.extend_from_slice(writer.output_chunk());
-        writer.advance_output(writer.output_chunk().len());
-    }
+    let mut output = writer.output();
+    let mut wire = output.copy_to_bytes(output.remaining()).to_vec();
     take_frames(&mut wire)
 }
 

@@ -14,7 +14,7 @@
 mod target {
     use libfuzzer_sys::fuzz_target;
     use lockgate::fuzz_api::{InflateFailure, Inflater};
-    use lockgate::{Config, Message, Role, frame::OpCode};
+    use lockgate::{Buf, Config, Message, Next, Operation, Role, frame::OpCode};
     use lockgate_fuzz::{
         HeapWatch, Knobs, Shape, context_pair, deflate_config, deflate_params, take_frames,
     };
@@ -94,12 +94,13 @@ mod target {
         let mut got = Vec::new();
         for msg in &sent {
             writer.write(msg.clone()).expect("write");
-            while writer.output_len() > 0 {
-                let chunk = writer.output_chunk();
+            while writer.buffered_output() > 0 {
+                let mut output = writer.output();
+                let chunk = output.chunk();
                 let take = chunk.len().min(lockgate_fuzz::chunk_len(shape.chunk_a));
                 wire.extend_from_slice(&chunk[..take]);
                 reader.feed(&chunk[..take]);
-                writer.advance_output(take);
+                output.advance(take);
                 while let Some(msg) = reader
                     .next_message()
                     .expect("peer reads what lockgate wrote")
@@ -107,7 +108,11 @@ mod target {
                     got.push(msg);
                 }
             }
-            writer.on_flushed();
+            // A flushed burst may release idle compression state.
+            writer.flush();
+            while writer.poll(Operation::Write).expect("flush") == Next::Flush {
+                writer.flushed();
+            }
         }
         assert_eq!(got, sent, "round trip through permessage-deflate");
 

@@ -17,12 +17,13 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
 
 use libfuzzer_sys::fuzz_target;
-use lockgate::{CapacityError, Config, Error, Message, Role, WebSocket, WebSocketContext};
+use lockgate::{Buf, CapacityError, Config, Error, Message, Role, WebSocket, WebSocketContext};
 use lockgate_fuzz::{Knobs, deflate_config, deflate_params, peer};
 
 /// A stream that does what its script says, then completes everything.
-struct FaultStream<'a> {
-    script: &'a [u8],
+struct FaultStream {
+    /// Owned: the blocking driver takes only `'static` streams.
+    script: Vec<u8>,
     pos: usize,
     /// Every byte the stream accepted.
     wire: Vec<u8>,
@@ -31,7 +32,7 @@ struct FaultStream<'a> {
     read: usize,
 }
 
-impl FaultStream<'_> {
+impl FaultStream {
     /// The next script byte: bits 0-1 say complete (0), partial (1),
     /// `WouldBlock` (2) or `Interrupted` (3); the rest sizes a partial
     /// operation. 0 once the script is over.
@@ -46,7 +47,7 @@ impl FaultStream<'_> {
     }
 }
 
-impl Write for FaultStream<'_> {
+impl Write for FaultStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.write_vectored(&[IoSlice::new(buf)])
     }
@@ -73,7 +74,7 @@ impl Write for FaultStream<'_> {
     }
 }
 
-impl Read for FaultStream<'_> {
+impl Read for FaultStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let b = self.next()?;
         let rest = &self.incoming[self.read..];
@@ -107,7 +108,7 @@ fn ok_or_would_block(result: lockgate::Result<()>, what: &str) {
 
 /// Flushes until it completes: every call that would block uses up at
 /// least one script byte, so it does within `script_len + 1` calls.
-fn finish(ws: &mut WebSocket<FaultStream<'_>>, script_len: usize) {
+fn finish(ws: &mut WebSocket<FaultStream>, script_len: usize) {
     for _ in 0..=script_len {
         match ws.flush() {
             Ok(()) => return,
@@ -148,16 +149,11 @@ fuzz_target!(|data: &[u8]| {
             .write(Message::Ping(vec![i as u8; i + 1].into()))
             .expect("ping");
     }
-    let mut incoming = Vec::new();
-    while pinger.output_len() > 0 {
-        let chunk = pinger.output_chunk();
-        incoming.extend_from_slice(chunk);
-        let n = chunk.len();
-        pinger.advance_output(n);
-    }
+    let mut output = pinger.output();
+    let incoming = output.copy_to_bytes(output.remaining()).to_vec();
 
     let stream = FaultStream {
-        script,
+        script: script.to_vec(),
         pos: 0,
         wire: Vec::new(),
         incoming,
@@ -170,7 +166,7 @@ fuzz_target!(|data: &[u8]| {
     let mut pings_read = Vec::new();
     let mut written = 0;
 
-    let offer = |ws: &mut WebSocket<FaultStream<'_>>,
+    let offer = |ws: &mut WebSocket<FaultStream>,
                  msg: Message,
                  send: bool,
                  accepted: &mut Vec<Message>,

@@ -8,7 +8,7 @@
 
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::frame::{FrameHeader, HeaderParse, MAX_HEADER_LEN, OpCode, apply_mask};
-use lockgate::{Config, Error, Message, Role, WebSocketContext};
+use lockgate::{Buf, Config, Error, Message, Next, Operation, Role, WebSocketContext};
 
 // ----- heap accounting -----
 
@@ -401,24 +401,42 @@ impl OutputChecker {
         }
     }
 
-    /// Drains the context's output (in pieces of at most `step` bytes),
-    /// checks it and marks it flushed. `last_ping` is the payload of the
-    /// newest ping read: a pong must echo it.
+    /// One `Transmit` step: takes at most `step` bytes of the output,
+    /// checking that its chunk and its vectored view agree.
+    pub fn transmit(&mut self, ctx: &mut WebSocketContext, step: usize) {
+        let mut output = ctx.output();
+        let remaining = output.remaining();
+        let mut slices = [std::io::IoSlice::new(&[]); 8];
+        let n = output.chunks_vectored(&mut slices);
+        let listed: usize = slices[..n].iter().map(|s| s.len()).sum();
+        assert!(n > 0 && listed <= remaining);
+        assert!(n == slices.len() || listed == remaining);
+        let chunk = output.chunk();
+        assert!(!chunk.is_empty(), "Transmit with an empty chunk");
+        let take = chunk.len().min(step.max(1));
+        self.pending.extend_from_slice(&chunk[..take]);
+        output.advance(take);
+        self.total += take;
+    }
+
+    /// Writes out and flushes everything pending, as `flush` does, in
+    /// pieces of at most `step` bytes, then checks it.
     pub fn drain(&mut self, ctx: &mut WebSocketContext, step: usize, last_ping: Option<&[u8]>) {
-        while ctx.output_len() > 0 {
-            let mut slices = [std::io::IoSlice::new(&[]); 8];
-            let n = ctx.output_chunks(&mut slices);
-            let listed: usize = slices[..n].iter().map(|s| s.len()).sum();
-            assert!(n > 0 && listed <= ctx.output_len());
-            assert!(n == slices.len() || listed == ctx.output_len());
-            let chunk = ctx.output_chunk();
-            assert!(!chunk.is_empty(), "output_len > 0 but empty chunk");
-            let take = chunk.len().min(step.max(1));
-            self.pending.extend_from_slice(&chunk[..take]);
-            ctx.advance_output(take);
-            self.total += take;
+        ctx.flush();
+        loop {
+            match ctx.poll(Operation::Write).expect("a write does not fail") {
+                Next::Transmit => self.transmit(ctx, step),
+                Next::Flush => ctx.flushed(),
+                Next::Done => break,
+                other => panic!("a write asked for {other:?}"),
+            }
         }
-        ctx.on_flushed();
+        self.check(last_ping);
+    }
+
+    /// Checks the frames sent so far. `last_ping` is the payload of the
+    /// newest ping read: a pong must echo it.
+    pub fn check(&mut self, last_ping: Option<&[u8]>) {
         for (header, payload) in take_frames(&mut self.pending) {
             assert!(self.close_sent.is_none(), "frame after our close frame");
             assert!(header.fin && !header.rsv1 && !header.rsv2 && !header.rsv3);
@@ -489,22 +507,31 @@ pub fn run_context(data: &[u8], role: Role, deflate: bool) {
             assert!(matches!(ctx.next_message(), Err(Error::AlreadyClosed)));
             continue;
         }
+        // Driven as a driver would: one read operation until it needs
+        // input, writing out in pieces as big as this chunk.
         loop {
-            match ctx.next_message() {
-                Ok(Some(msg)) => {
+            match ctx.poll(Operation::Read) {
+                Ok(Next::Message(msg)) => {
                     messages += 1;
                     assert!(messages <= received / 2 + 1, "more messages than frames");
                     check_message(&msg, limit);
                     if let Message::Ping(payload) = msg {
                         last_ping = Some(payload);
                     }
+                    out.check(last_ping.as_deref());
                 }
-                Ok(None) => break,
+                Ok(Next::Transmit) => out.transmit(&mut ctx, chunk.len()),
+                Ok(Next::Flush) => ctx.flushed(),
+                Ok(Next::Shutdown) => ctx.shut_down(),
+                Ok(Next::Receive) => {
+                    out.check(last_ping.as_deref());
+                    break;
+                }
+                Ok(Next::Done) => panic!("a read ended without a message"),
                 Err(error) => {
                     failed = true;
                     let sent_before = out.close_sent;
-                    ctx.prepare_output();
-                    out.drain(&mut ctx, usize::MAX, last_ping.as_deref());
+                    out.check(last_ping.as_deref());
                     if let Some(code) = error.close_code() {
                         let sent = out.close_sent.unwrap_or_else(|| {
                             panic!("{error:?} has close code {code:?} but no close frame was sent")
@@ -513,7 +540,10 @@ pub fn run_context(data: &[u8], role: Role, deflate: bool) {
                             assert_eq!(sent, Some(u16::from(code)), "close code for {error:?}");
                         }
                     }
-                    assert!(matches!(ctx.next_message(), Err(Error::AlreadyClosed)));
+                    assert!(matches!(
+                        ctx.poll(Operation::Read),
+                        Err(Error::AlreadyClosed)
+                    ));
                     assert!(matches!(
                         ctx.write(Message::text("x")),
                         Err(Error::AlreadyClosed)
@@ -523,18 +553,28 @@ pub fn run_context(data: &[u8], role: Role, deflate: bool) {
                 }
             }
         }
-        ctx.prepare_output();
-        out.drain(&mut ctx, chunk.len(), last_ping.as_deref());
         if chunk.len().is_multiple_of(3) {
-            ctx.on_read_wait();
+            let _ = ctx.waiting(std::time::Instant::now());
         }
     }
-    let eof = ctx.on_eof();
+    ctx.input_ended();
+    let eof = loop {
+        match ctx.poll(Operation::Read) {
+            Ok(Next::Transmit) => out.transmit(&mut ctx, usize::MAX),
+            Ok(Next::Flush) => ctx.flushed(),
+            Ok(Next::Shutdown) => ctx.shut_down(),
+            Ok(other) => panic!("{other:?} after the end of the stream"),
+            Err(error) => break error,
+        }
+    };
     assert!(
         !failed || matches!(eof, Error::AlreadyClosed),
         "{eof:?} after failing"
     );
-    assert!(matches!(ctx.next_message(), Err(Error::AlreadyClosed)));
+    assert!(matches!(
+        ctx.poll(Operation::Read),
+        Err(Error::AlreadyClosed)
+    ));
     watch.check(
         context_heap_bound(limit, max_frame, received),
         &format!(
@@ -585,12 +625,23 @@ pub fn transfer(
     step: usize,
 ) -> Vec<Message> {
     let mut got = Vec::new();
-    writer.prepare_output();
-    while writer.output_len() > 0 {
-        let chunk = writer.output_chunk();
-        let take = chunk.len().min(step.max(1));
-        reader.feed(&chunk[..take]);
-        writer.advance_output(take);
+    writer.flush();
+    loop {
+        match writer
+            .poll(Operation::Write)
+            .expect("a write does not fail")
+        {
+            Next::Transmit => {
+                let mut output = writer.output();
+                let chunk = output.chunk();
+                let take = chunk.len().min(step.max(1));
+                reader.feed(&chunk[..take]);
+                output.advance(take);
+            }
+            Next::Flush => writer.flushed(),
+            Next::Done => break,
+            other => panic!("a write asked for {other:?}"),
+        }
         while !matches!(got.last(), Some(Message::Close(_))) {
             match reader.next_message() {
                 Ok(Some(msg)) => got.push(msg),
@@ -599,7 +650,6 @@ pub fn transfer(
             }
         }
     }
-    writer.on_flushed();
     got
 }
 

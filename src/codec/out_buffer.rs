@@ -44,18 +44,6 @@ impl OutBuffer {
         self.len == 0
     }
 
-    /// How many separate slices the pending bytes occupy.
-    #[inline]
-    pub(crate) fn chunk_count(&self) -> usize {
-        self.queue.len() + usize::from(!self.tail.is_empty())
-    }
-
-    /// Fills `dst` with the pending slices in order, and returns how many it
-    /// filled (at most `dst.len()`).
-    pub(crate) fn slices<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
-        self.chunks_vectored(dst)
-    }
-
     /// Appends one frame: `header` followed by `payload`, masked with the
     /// header's key if it has one.
     #[inline]
@@ -225,7 +213,8 @@ mod tests {
             out.push_frame(&header, payload);
             assert_eq!(out.len(), expected.len(), "after frame {i}");
         }
-        assert_eq!(out.chunk_count(), 3);
+        let mut slices = [IoSlice::new(&[]); 4];
+        assert_eq!(out.chunks_vectored(&mut slices), 3);
         for step in [1, 2, 7, 1000, usize::MAX] {
             let mut copy = OutBuffer::default();
             for payload in [
@@ -252,7 +241,7 @@ mod tests {
             big.clone(),
         );
         let mut slices = [IoSlice::new(&[]); 4];
-        assert_eq!(out.slices(&mut slices), 2);
+        assert_eq!(out.chunks_vectored(&mut slices), 2);
         assert_eq!(slices[1].as_ptr(), big.as_ptr());
     }
 

@@ -48,11 +48,6 @@ impl WebSocketContext {
         self.read_frames().map_err(|e| self.fail(e))
     }
 
-    /// Whether the connection still expects bytes from the peer.
-    pub fn wants_input(&self) -> bool {
-        self.state.can_receive()
-    }
-
     /// Whether the closing handshake has completed or the connection failed.
     pub fn is_terminated(&self) -> bool {
         self.state == State::Terminated
@@ -157,7 +152,7 @@ impl WebSocketContext {
             }
             OpCode::Ping => {
                 if self.state.answers_pings() {
-                    self.pending_pong = Some(payload.clone());
+                    self.pending_pong = Some(Box::new(payload.clone()));
                 }
                 Message::Ping(payload)
             }
@@ -200,7 +195,7 @@ struct HeaderAndText<'a> {
     negotiated: bool,
     fragments: &'a mut Option<Box<Fragments>>,
     text: &'a mut Option<Utf8Stream>,
-    inflating: &'a mut Option<BytesMut>,
+    inflating: &'a mut Option<Box<BytesMut>>,
 }
 
 impl FrameCheck for HeaderAndText<'_> {
@@ -247,7 +242,7 @@ impl FrameCheck for HeaderAndText<'_> {
             (OpCode::Continuation, Some(f)) => {
                 // Bytes are bounded by max_message_size; frames cost work
                 // too, and empty ones would let a message go on forever.
-                if let Some(max) = self.config.max_fragments {
+                if let Some(max) = self.config.get_max_fragments() {
                     if f.frames() >= max {
                         return Err(CapacityError::TooManyFragments { max }.into());
                     }
@@ -267,7 +262,7 @@ impl FrameCheck for HeaderAndText<'_> {
             }
             .into());
         }
-        if let Some(max) = self.config.max_frame_size {
+        if let Some(max) = self.config.get_max_frame_size() {
             if header.payload_len > max as u64 {
                 return Err(CapacityError::FrameTooLarge {
                     size: header.payload_len,
@@ -283,7 +278,7 @@ impl FrameCheck for HeaderAndText<'_> {
         };
         // A compressed message is limited by what it inflates to, checked
         // while inflating; its compressed frames by max_frame_size above.
-        if let (Some(max), false) = (self.config.max_message_size, compressed) {
+        if let (Some(max), false) = (self.config.get_max_message_size(), compressed) {
             let size = so_far.saturating_add(header.payload_len);
             if size > max as u64 {
                 return Err(CapacityError::MessageTooLarge { size, max }.into());
@@ -301,7 +296,7 @@ impl FrameCheck for HeaderAndText<'_> {
         // `inflating` is already `None` here unless this one is compressed.
         debug_assert!(!starts_message || self.inflating.is_none());
         if compressed_start {
-            *self.inflating = Some(BytesMut::new());
+            *self.inflating = Some(Box::default());
         }
         Ok(())
     }

@@ -155,7 +155,7 @@ impl WebSocketContext {
         if !self.flush_owed {
             if let Some(payload) = self.pending_pong.take() {
                 if self.state.answers_pings() {
-                    self.push_frame(OpCode::Pong, payload);
+                    self.push_frame(OpCode::Pong, *payload);
                     self.flush_owed = true;
                 }
             }
