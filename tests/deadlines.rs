@@ -16,11 +16,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use lockgate::frame::OpCode;
-use lockgate::{CloseCode, Config, Error, Message, TimeoutKind, WebSocket};
-use support::{RawPeer, WireFrame, client_frame};
+use lockgate::{CloseCode, Config, Error, Message, WebSocket};
+use support::{RawPeer, WireFrame, client_frame, silent_peer_cases};
 
 const MS: Duration = Duration::from_millis(1);
-const SECOND: Duration = Duration::from_secs(1);
 
 /// The most a step that should be instant may take (the handshake, reading
 /// back what the driver wrote).
@@ -87,48 +86,6 @@ impl Drop for HangGuard {
             let _ = thread.join();
         }
     }
-}
-
-/// A peer that completed the handshake and went silent without a FIN.
-struct SilentPeerCase {
-    name: &'static str,
-    config: Config,
-    /// We start the closing handshake before reading.
-    close_first: bool,
-    kind: TimeoutKind,
-    /// The rule's earliest failure, counted from before the read.
-    at_least: Duration,
-    /// Generous: the rule says about `at_least`.
-    within: Duration,
-    /// What the silent peer receives: opcode and close code of each frame.
-    peer_receives: &'static [(OpCode, Option<u16>)],
-}
-
-fn silent_peer_cases() -> [SilentPeerCase; 2] {
-    [
-        SilentPeerCase {
-            name: "keepalive: pinged after the interval, given up a timeout later",
-            config: Config::default()
-                .ping_interval(Some(SECOND))
-                .ping_timeout(Some(SECOND)),
-            close_first: false,
-            kind: TimeoutKind::Keepalive,
-            at_least: 2 * SECOND,
-            within: 6 * SECOND,
-            peer_receives: &[(OpCode::Ping, None), (OpCode::Close, Some(1011))],
-        },
-        SilentPeerCase {
-            name: "close: our close is never answered",
-            config: Config::default()
-                .ping_interval(None)
-                .close_timeout(Some(500 * MS)),
-            close_first: true,
-            kind: TimeoutKind::Close,
-            at_least: 500 * MS,
-            within: 3 * SECOND,
-            peer_receives: &[(OpCode::Close, None)],
-        },
-    ]
 }
 
 #[test]

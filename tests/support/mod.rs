@@ -13,7 +13,7 @@ mod raw_peer;
 
 pub use counting_alloc::{CountingAlloc, HeapUse};
 pub use handshake_peers::*;
-pub use raw_peer::{RawPeer, Received};
+pub use raw_peer::{PING_THEN_1011, RawPeer, Received, SilentPeerCase, silent_peer_cases};
 
 use std::cell::RefCell;
 use std::collections::VecDeque;

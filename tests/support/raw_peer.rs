@@ -10,6 +10,9 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use lockgate::frame::OpCode;
+use lockgate::{Config, TimeoutKind};
+
 use super::{WireFrame, parse_complete_frames};
 
 /// A client upgrade request with the RFC 6455 section 1.3 key.
@@ -103,4 +106,53 @@ fn is_timeout(error: &io::Error) -> bool {
         error.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
     )
+}
+
+/// What a silent keepalive peer receives: a ping, then the 1011 close.
+pub const PING_THEN_1011: [(OpCode, Option<u16>); 2] =
+    [(OpCode::Ping, None), (OpCode::Close, Some(1011))];
+
+const MS: Duration = Duration::from_millis(1);
+const SECOND: Duration = Duration::from_secs(1);
+
+/// A peer that completed the handshake and went silent without a FIN.
+pub struct SilentPeerCase {
+    pub name: &'static str,
+    pub config: Config,
+    /// We start the closing handshake before reading.
+    pub close_first: bool,
+    pub kind: TimeoutKind,
+    /// The rule's earliest failure, counted from before the read.
+    pub at_least: Duration,
+    /// Generous: the rule says about `at_least`.
+    pub within: Duration,
+    /// What the silent peer receives: opcode and close code of each frame.
+    pub peer_receives: &'static [(OpCode, Option<u16>)],
+}
+
+pub fn silent_peer_cases() -> [SilentPeerCase; 2] {
+    [
+        SilentPeerCase {
+            name: "keepalive: pinged after the interval, given up a timeout later",
+            config: Config::default()
+                .ping_interval(Some(SECOND))
+                .ping_timeout(Some(SECOND)),
+            close_first: false,
+            kind: TimeoutKind::Keepalive,
+            at_least: 2 * SECOND,
+            within: 6 * SECOND,
+            peer_receives: &PING_THEN_1011,
+        },
+        SilentPeerCase {
+            name: "close: our close is never answered",
+            config: Config::default()
+                .ping_interval(None)
+                .close_timeout(Some(500 * MS)),
+            close_first: true,
+            kind: TimeoutKind::Close,
+            at_least: 500 * MS,
+            within: 3 * SECOND,
+            peer_receives: &[(OpCode::Close, None)],
+        },
+    ]
 }

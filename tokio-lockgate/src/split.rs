@@ -144,34 +144,45 @@ pub struct WebSocketWriteHalf<S> {
     shared: Shared<S>,
 }
 
-impl<S> WebSocketReadHalf<S> {
-    /// Bytes received but not yet returned as messages: when non-zero, the
-    /// next [`read`](Self::read) may complete without waiting for the
-    /// socket.
-    pub fn buffered_input(&self) -> usize {
-        lock(&self.shared).context.buffered_input()
-    }
+/// What both halves can ask of the connection they share.
+macro_rules! shared_state_accessors {
+    ($half:ident) => {
+        impl<S> $half<S> {
+            /// Bytes received but not yet returned as messages: when
+            /// non-zero, the read half's next `read` may complete without
+            /// waiting for the socket, so a reply can wait for those
+            /// messages before a flush.
+            pub fn buffered_input(&self) -> usize {
+                lock(&self.shared).context.buffered_input()
+            }
 
-    /// Bytes written (by either half) but not yet handed to the stream.
-    pub fn buffered_output(&self) -> usize {
-        lock(&self.shared).context.buffered_output()
-    }
+            /// Bytes written (by either half) but not yet handed to the
+            /// stream.
+            pub fn buffered_output(&self) -> usize {
+                lock(&self.shared).context.buffered_output()
+            }
 
-    /// Whether more messages can be read.
-    pub fn can_read(&self) -> bool {
-        !lock(&self.shared).context.is_terminated()
-    }
+            /// Whether more messages can be read: the closing handshake has
+            /// not completed and the connection has not failed.
+            pub fn can_read(&self) -> bool {
+                !lock(&self.shared).context.is_terminated()
+            }
 
-    /// The configuration (a copy: the halves share it).
-    pub fn config(&self) -> Config {
-        *lock(&self.shared).context.config()
-    }
+            /// The configuration (a copy: the halves share it).
+            pub fn config(&self) -> Config {
+                *lock(&self.shared).context.config()
+            }
 
-    /// Replaces the configuration of the connection (both halves).
-    pub fn set_config(&self, config: Config) {
-        lock(&self.shared).context.set_config(config);
-    }
+            /// Replaces the configuration of the connection (both halves).
+            pub fn set_config(&self, config: Config) {
+                lock(&self.shared).context.set_config(config);
+            }
+        }
+    };
 }
+
+shared_state_accessors!(WebSocketReadHalf);
+shared_state_accessors!(WebSocketWriteHalf);
 
 impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketReadHalf<S> {
     /// Reads the next message; see [`WebSocketStream::read`]. Cancel-safe.
@@ -208,36 +219,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketReadHalf<S> {
             .into_inner()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         Ok(WebSocketStream::from_core(core))
-    }
-}
-
-impl<S> WebSocketWriteHalf<S> {
-    /// Bytes written but not yet handed to the stream.
-    pub fn buffered_output(&self) -> usize {
-        lock(&self.shared).context.buffered_output()
-    }
-
-    /// Bytes received (by the read half) but not yet returned as messages:
-    /// when non-zero, more messages are on their way to the reader, so a
-    /// reply can wait for them before a flush.
-    pub fn buffered_input(&self) -> usize {
-        lock(&self.shared).context.buffered_input()
-    }
-
-    /// Whether the connection still reads (a close has not completed and
-    /// it has not failed).
-    pub fn can_read(&self) -> bool {
-        !lock(&self.shared).context.is_terminated()
-    }
-
-    /// The configuration (a copy: the halves share it).
-    pub fn config(&self) -> Config {
-        *lock(&self.shared).context.config()
-    }
-
-    /// Replaces the configuration of the connection (both halves).
-    pub fn set_config(&self, config: Config) {
-        lock(&self.shared).context.set_config(config);
     }
 }
 

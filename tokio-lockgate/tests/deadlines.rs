@@ -13,7 +13,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use lockgate::frame::OpCode;
-use support::{RawPeer, WireFrame, client_frame, parse_frames};
+use support::{PING_THEN_1011, RawPeer, WireFrame, client_frame, parse_frames, silent_peer_cases};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{sleep_until, timeout};
@@ -64,50 +64,6 @@ fn keepalive(interval: Duration, timeout: Duration) -> Config {
     Config::default()
         .ping_interval(Some(interval))
         .ping_timeout(Some(timeout))
-}
-
-/// What a silent keepalive peer receives: a ping, then the 1011 close.
-const PING_THEN_1011: [(OpCode, Option<u16>); 2] =
-    [(OpCode::Ping, None), (OpCode::Close, Some(1011))];
-
-/// A peer that completed the handshake and went silent without a FIN.
-struct SilentPeerCase {
-    name: &'static str,
-    config: Config,
-    /// We start the closing handshake before reading.
-    close_first: bool,
-    kind: TimeoutKind,
-    /// The rule's earliest failure, counted from before the read.
-    at_least: Duration,
-    /// Generous: the rule says about `at_least`.
-    within: Duration,
-    /// What the silent peer receives: opcode and close code of each frame.
-    peer_receives: &'static [(OpCode, Option<u16>)],
-}
-
-fn silent_peer_cases() -> [SilentPeerCase; 2] {
-    [
-        SilentPeerCase {
-            name: "keepalive: pinged after the interval, given up a timeout later",
-            config: keepalive(SECOND, SECOND),
-            close_first: false,
-            kind: TimeoutKind::Keepalive,
-            at_least: 2 * SECOND,
-            within: 6 * SECOND,
-            peer_receives: &PING_THEN_1011,
-        },
-        SilentPeerCase {
-            name: "close: our close is never answered",
-            config: Config::default()
-                .ping_interval(None)
-                .close_timeout(Some(500 * MS)),
-            close_first: true,
-            kind: TimeoutKind::Close,
-            at_least: 500 * MS,
-            within: 3 * SECOND,
-            peer_receives: &[(OpCode::Close, None)],
-        },
-    ]
 }
 
 #[tokio::test]

@@ -11,9 +11,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 pub use core_support::{
-    DEADLINE, FlushStep, MockStream, RawPeer, ReadStep, Received, SOON, WireFrame, WriteStep,
-    answer_once, client_frame, deadline_config, frame, not_a_request, not_a_response, parse_frames,
-    read_until_closed, send_and_read_answer, server_frame, silent_client,
+    DEADLINE, FlushStep, MockStream, PING_THEN_1011, RawPeer, ReadStep, Received, SOON,
+    SilentPeerCase, WireFrame, WriteStep, answer_once, client_frame, deadline_config, frame,
+    not_a_request, not_a_response, parse_frames, read_until_closed, send_and_read_answer,
+    server_frame, silent_client, silent_peer_cases,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
