@@ -8,7 +8,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use lockgate::{Message, Next, Operation, Result, WebSocketContext};
+use lockgate::{Buf, Message, Next, Operation, Result, WebSocketContext};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Sleep, sleep_until};
 use tokio_util::io::{poll_read_buf, poll_write_buf};
@@ -60,8 +60,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
                 Next::Message(msg) => return Poll::Ready(Ok(Some(msg))),
                 Next::Done => return Poll::Ready(Ok(None)),
                 Next::Transmit => {
-                    poll_write_buf(stream, wcx, &mut context.output()).map(|written| match written?
-                    {
+                    let mut output = context.output();
+                    // One contiguous chunk (the usual burst of small
+                    // frames) goes out with a plain write, several with one
+                    // vectored write.
+                    let written = if output.chunk().len() == output.remaining() {
+                        stream.poll_write(wcx, output.chunk()).map_ok(|n| {
+                            output.advance(n);
+                            n
+                        })
+                    } else {
+                        poll_write_buf(stream, wcx, &mut output)
+                    };
+                    written.map(|written| match written? {
                         0 => Err(io::ErrorKind::WriteZero.into()),
                         _ => Ok(()),
                     })
