@@ -9,7 +9,9 @@ mod support;
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::frame::OpCode;
 use lockgate::{Config, Error, Message, ProtocolError, Role, WebSocket, WebSocketContext};
-use support::{MockStream, frame, parse_frames, take_output};
+#[cfg(feature = "deflate")]
+use support::take_output;
+use support::{MockStream, frame, parse_frames};
 
 fn deflate_config() -> Config {
     Config::default().deflate(Some(DeflateConfig::default().min_compress_size(16)))
