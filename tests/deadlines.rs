@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use lockgate::frame::OpCode;
 use lockgate::{CloseCode, Config, Error, Message, WebSocket};
-use support::{RawPeer, WireFrame, client_frame, silent_peer_cases};
+use support::{RawPeer, client_frame, has_close, silent_peer_cases, summary};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -41,18 +41,6 @@ fn server_and_raw_peer(config: Config) -> (WebSocket<TcpStream>, RawPeer) {
         .unwrap();
     peer.read_upgrade_response(LIMIT);
     (ws, peer)
-}
-
-/// Each frame as its opcode and close code, for comparing with a table.
-fn summary(frames: &[WireFrame]) -> Vec<(OpCode, Option<u16>)> {
-    frames
-        .iter()
-        .map(|f| (f.header.opcode, f.close_code()))
-        .collect()
-}
-
-fn has_close(frames: &[WireFrame]) -> bool {
-    frames.iter().any(|f| f.header.opcode == OpCode::Close)
 }
 
 /// Makes a driver read that would hang (a deadline never firing) fail: if

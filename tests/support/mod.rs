@@ -291,6 +291,19 @@ impl WireFrame {
     }
 }
 
+/// Each frame as its opcode and close code, for comparing with a table.
+pub fn summary(frames: &[WireFrame]) -> Vec<(OpCode, Option<u16>)> {
+    frames
+        .iter()
+        .map(|f| (f.header.opcode, f.close_code()))
+        .collect()
+}
+
+/// Whether one of `frames` is a close frame.
+pub fn has_close(frames: &[WireFrame]) -> bool {
+    frames.iter().any(|f| f.header.opcode == OpCode::Close)
+}
+
 /// Parses every frame in `wire`; panics on a malformed or truncated frame.
 pub fn parse_frames(wire: &[u8]) -> Vec<WireFrame> {
     let (frames, used) = parse_complete_frames(wire);

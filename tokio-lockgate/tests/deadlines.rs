@@ -13,7 +13,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use lockgate::frame::OpCode;
-use support::{PING_THEN_1011, RawPeer, WireFrame, client_frame, parse_frames, silent_peer_cases};
+use support::{
+    PING_THEN_1011, RawPeer, client_frame, has_close, parse_frames, silent_peer_cases, summary,
+};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{sleep_until, timeout};
@@ -46,18 +48,6 @@ async fn server_and_raw_peer(config: Config) -> (WebSocketStream<TcpStream>, Raw
     // The response is already written: this read does not wait.
     peer.read_upgrade_response(LIMIT);
     (ws, peer)
-}
-
-/// Each frame as its opcode and close code, for comparing with a table.
-fn summary(frames: &[WireFrame]) -> Vec<(OpCode, Option<u16>)> {
-    frames
-        .iter()
-        .map(|f| (f.header.opcode, f.close_code()))
-        .collect()
-}
-
-fn has_close(frames: &[WireFrame]) -> bool {
-    frames.iter().any(|f| f.header.opcode == OpCode::Close)
 }
 
 fn keepalive(interval: Duration, timeout: Duration) -> Config {
