@@ -203,8 +203,9 @@ impl Config {
     /// [`Error::Timeout`](crate::Error::Timeout)`(`[`TimeoutKind::Handshake`](crate::TimeoutKind::Handshake)`)`.
     /// The tokio adapter does so on any stream; the blocking entry points on
     /// a `TcpStream` or `UnixStream` (as a read timeout set to the time left
-    /// before each read, cleared afterwards), and on other streams when a
-    /// read returns after the deadline. For `connect` and `connect_async`
+    /// before each read and cleared afterwards, unless the caller set a
+    /// read timeout of its own), and on other streams when a read returns
+    /// after the deadline. For `connect` and `connect_async`
     /// the deadline covers the TCP connection (and TLS) too.
     pub fn handshake_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.handshake_timeout = Millis::from(timeout);

@@ -4,9 +4,10 @@
 //! The loop only moves bytes and waits. Waiting is bounded by the
 //! handshake deadline: before each read, the stream's read timeout is set
 //! to the time left when lockgate knows how ([`TcpStream`], `UnixStream`;
-//! see [`ReadTimeoutFn`](crate::ReadTimeoutFn)), and on any stream a read
-//! that returns after the deadline fails the handshake. The read timeout
-//! is cleared (`None`) when the handshake ends, either way.
+//! see [`ReadTimeoutFn`](crate::ReadTimeoutFn)) and the caller set none of
+//! its own, and on any stream a read that returns after the deadline fails
+//! the handshake. A read timeout set here is cleared (`None`) when the
+//! handshake ends, either way; a caller's own is left as it was.
 //!
 //! These expect a blocking stream. For non-blocking streams, run a
 //! [`HandshakeDriver`] yourself ([`ServerOptions::handshake`],
@@ -21,7 +22,7 @@ use crate::error::{Error, HandshakeError, Result, TimeoutKind};
 use crate::handshake::{
     Callback, ClientOptions, HandshakeDriver, IntoClientRequest, Opened, ServerOptions, Step,
 };
-use crate::read_timeout::{self, ReadTimeoutFn};
+use crate::read_timeout::{self, ReadTimer};
 use crate::websocket::WebSocket;
 
 /// How much one handshake read asks for.
@@ -96,9 +97,10 @@ pub fn connect<R: IntoClientRequest>(
 impl<C: Callback> ServerOptions<C> {
     /// Accepts a WebSocket upgrade on the blocking `stream` with these
     /// options, within the config's handshake deadline: on a `TcpStream`
-    /// or `UnixStream` each read's timeout is set to the time left (and
-    /// cleared to `None` afterwards); on any stream, a read that returns
-    /// after the deadline fails the handshake.
+    /// or `UnixStream` without a read timeout of its own, each read's
+    /// timeout is set to the time left (and cleared to `None` afterwards);
+    /// on any stream, a read that returns after the deadline fails the
+    /// handshake.
     ///
     /// # Errors
     ///
@@ -171,19 +173,17 @@ impl ClientOptions {
     }
 }
 
-/// Runs `handshake` over `stream` until it is over, then clears the read
+/// Runs `handshake` over `stream` until it is over, then clears any read
 /// timeout it set.
 fn drive<S: Read + Write + 'static, H>(
     stream: &mut S,
     mut handshake: HandshakeDriver<H>,
 ) -> Result<Box<Opened>> {
-    let set_read_timeout = read_timeout::builtin::<S>();
-    let opened = run(stream, &mut handshake, set_read_timeout);
-    if let Some(set) = set_read_timeout {
-        let cleared = set(stream, None);
-        if opened.is_ok() {
-            cleared?;
-        }
+    let mut read_timer = ReadTimer::for_stream();
+    let opened = run(stream, &mut handshake, &mut read_timer);
+    let cleared = read_timer.disarm(stream);
+    if opened.is_ok() {
+        cleared?;
     }
     opened
 }
@@ -192,7 +192,7 @@ fn drive<S: Read + Write + 'static, H>(
 fn run<S: Read + Write, H>(
     stream: &mut S,
     handshake: &mut HandshakeDriver<H>,
-    set_read_timeout: Option<ReadTimeoutFn<S>>,
+    read_timer: &mut ReadTimer<S>,
 ) -> Result<Box<Opened>> {
     let mut buf = [0u8; HANDSHAKE_READ];
     loop {
@@ -203,7 +203,7 @@ fn run<S: Read + Write, H>(
                 }
             }
             Step::Receive { deadline } => {
-                let read = read_until(stream, &mut buf, deadline, set_read_timeout);
+                let read = read_until(stream, &mut buf, deadline, read_timer);
                 let now = Instant::now();
                 match read {
                     Ok(n) => handshake.receive(&buf[..n], now),
@@ -215,17 +215,14 @@ fn run<S: Read + Write, H>(
     }
 }
 
-/// Reads once, with the stream's read timeout set to what is left of
-/// `deadline` when `set_read_timeout` can.
+/// Reads once, bounded by `deadline` where `read_timer` can.
 fn read_until<S: Read>(
     stream: &mut S,
     buf: &mut [u8],
     deadline: Option<Instant>,
-    set_read_timeout: Option<ReadTimeoutFn<S>>,
+    read_timer: &mut ReadTimer<S>,
 ) -> io::Result<usize> {
-    if let (Some(set), Some(deadline)) = (set_read_timeout, deadline) {
-        set(stream, Some(read_timeout::until(deadline, Instant::now())))?;
-    }
+    read_timer.arm(stream, deadline, Instant::now())?;
     loop {
         match stream.read(buf) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

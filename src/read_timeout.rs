@@ -4,7 +4,7 @@
 use std::any::{Any, TypeId};
 use std::io;
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Sets a stream's read timeout (`None`: reads block until data arrives).
 ///
@@ -69,7 +69,7 @@ pub(crate) fn socket_of<S: 'static>() -> Option<SocketOf<S>> {
 
 /// The read timeout setter for the stream types the standard library can
 /// time out, recognised by type.
-pub(crate) fn builtin<S: 'static>() -> Option<ReadTimeoutFn<S>> {
+fn builtin<S: 'static>() -> Option<ReadTimeoutFn<S>> {
     socket_of::<S>()?;
     Some(|stream, timeout| {
         let socket = socket_of::<S>().and_then(|of| of(stream));
@@ -77,9 +77,107 @@ pub(crate) fn builtin<S: 'static>() -> Option<ReadTimeoutFn<S>> {
     })
 }
 
+/// Bounds a blocking stream's reads by deadlines through its read
+/// timeout: the one piece the handshake loop and [`WebSocket`](crate::WebSocket)
+/// share.
+///
+/// A caller that set a read timeout of its own keeps it (reads return at
+/// its pace, and deadlines are checked when they do). Otherwise the
+/// timeout is re-set only when the one in place would wake too early or
+/// more than an eighth of the wait too late, so a busy connection rarely
+/// pays for the system call.
+#[derive(Debug)]
+pub(crate) struct ReadTimer<S> {
+    /// The standard socket inside `S`, when `S` is one.
+    socket: Option<SocketOf<S>>,
+    /// Sets the stream's read timeout, when it can have one.
+    set: Option<ReadTimeoutFn<S>>,
+    armed: Armed,
+}
+
+/// Who owns the stream's read timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Armed {
+    /// Not looked at yet.
+    Unknown,
+    /// The caller set one.
+    ByCaller,
+    /// This timer's, currently this value.
+    ByUs(Option<Duration>),
+}
+
+impl<S: 'static> ReadTimer<S> {
+    /// A timer for the stream types the standard library can time out,
+    /// recognised by type; inert for others.
+    pub(crate) fn for_stream() -> Self {
+        Self {
+            socket: socket_of::<S>(),
+            set: builtin::<S>(),
+            armed: Armed::Unknown,
+        }
+    }
+}
+
+impl<S> ReadTimer<S> {
+    /// The standard socket in `stream`, if it is one.
+    pub(crate) fn socket<'a>(&self, stream: &'a S) -> Option<&'a dyn StdSocket> {
+        self.socket.and_then(|of| of(stream))
+    }
+
+    /// Uses `set` for a stream this timer does not recognise.
+    pub(crate) fn set_fn(&mut self, set: ReadTimeoutFn<S>) {
+        self.set = Some(set);
+        self.armed = Armed::ByUs(None);
+    }
+
+    /// Sets `stream`'s read timeout so a blocking read returns by
+    /// `deadline` (`None`: no deadline).
+    pub(crate) fn arm(
+        &mut self,
+        stream: &S,
+        deadline: Option<Instant>,
+        now: Instant,
+    ) -> io::Result<()> {
+        let Some(set) = self.set else {
+            return Ok(());
+        };
+        if self.armed == Armed::Unknown {
+            let current = match self.socket(stream) {
+                Some(socket) => socket.read_timeout()?,
+                None => None,
+            };
+            self.armed = match current {
+                Some(_) => Armed::ByCaller,
+                None => Armed::ByUs(None),
+            };
+        }
+        let Armed::ByUs(armed) = self.armed else {
+            return Ok(());
+        };
+        let wanted = deadline.map(|d| until(d, now));
+        let keep = match (armed, wanted) {
+            (None, None) => true,
+            (Some(armed), Some(wanted)) => armed >= wanted && armed - wanted <= wanted / 8,
+            _ => false,
+        };
+        if !keep {
+            set(stream, wanted)?;
+            self.armed = Armed::ByUs(wanted);
+        }
+        Ok(())
+    }
+}
+
+impl<S> ReadTimer<S> {
+    /// Takes back a read timeout this timer set (a caller's own stays).
+    pub(crate) fn disarm(&mut self, stream: &S) -> io::Result<()> {
+        self.arm(stream, None, Instant::now())
+    }
+}
+
 /// A read timeout for a wait that must end by `deadline`: at least 1 ms
 /// (a zero timeout means "block forever" to the standard library).
-pub(crate) fn until(deadline: std::time::Instant, now: std::time::Instant) -> Duration {
+pub(crate) fn until(deadline: Instant, now: Instant) -> Duration {
     deadline
         .saturating_duration_since(now)
         .max(Duration::from_millis(1))
@@ -101,4 +199,33 @@ mod tests {
         let set_to = stream.read_timeout().unwrap().expect("a timeout");
         assert!(set_to >= Duration::from_millis(250), "{set_to:?}");
     }
+
+    fn connected() -> TcpStream {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        TcpStream::connect(listener.local_addr().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_timer_sets_and_takes_back_only_its_own_read_timeout() {
+        let now = Instant::now();
+        let deadline = now + Duration::from_secs(5);
+
+        let ours = connected();
+        let mut timer = ReadTimer::<TcpStream>::for_stream();
+        timer.arm(&ours, Some(deadline), now).unwrap();
+        let set_to = ours.read_timeout().unwrap().expect("armed");
+        assert!(set_to >= Duration::from_secs(5), "{set_to:?}");
+        timer.disarm(&ours).unwrap();
+        assert_eq!(ours.read_timeout().unwrap(), None);
+
+        let callers = connected();
+        let own = Duration::from_millis(100);
+        callers.set_read_timeout(Some(own)).unwrap();
+        let before = callers.read_timeout().unwrap();
+        let mut timer = ReadTimer::<TcpStream>::for_stream();
+        timer.arm(&callers, Some(deadline), now).unwrap();
+        timer.disarm(&callers).unwrap();
+        assert_eq!(callers.read_timeout().unwrap(), before, "the caller's stays");
+    }
+
 }

@@ -1,7 +1,7 @@
 //! [`WebSocket`]: the `std::io` driver.
 
 use std::io::{self, IoSlice, Read, Write};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Buf;
 
@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::error::Result;
 use crate::message::{CloseFrame, Message};
 use crate::proto::{Next, Operation, WebSocketContext};
-use crate::read_timeout::{self, ReadTimeoutFn, SocketOf};
+use crate::read_timeout::{ReadTimeoutFn, ReadTimer};
 
 /// The most slices one vectored write hands to the socket.
 const MAX_IOVECS: usize = 64;
@@ -87,24 +87,8 @@ const MAX_IOVECS: usize = 64;
 pub struct WebSocket<S> {
     stream: S,
     context: WebSocketContext,
-    /// The standard socket inside `S`, when `S` is one.
-    socket: Option<SocketOf<S>>,
-    /// Sets the stream's read timeout, when it can have one.
-    set_read_timeout: Option<ReadTimeoutFn<S>>,
-    /// The read timeout this driver last set on the stream.
-    armed: Armed,
-}
-
-/// Who owns the stream's read timeout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Armed {
-    /// Not looked at yet.
-    Unknown,
-    /// The caller set one: reads return when it says, and deadlines are
-    /// handled whenever they do.
-    ByCaller,
-    /// This driver's, currently this value.
-    ByUs(Option<Duration>),
+    /// Bounds blocking reads by the next deadline.
+    read_timer: ReadTimer<S>,
 }
 
 impl<S: 'static> WebSocket<S> {
@@ -131,9 +115,7 @@ impl<S: 'static> WebSocket<S> {
         Self {
             stream,
             context,
-            socket: read_timeout::socket_of::<S>(),
-            set_read_timeout: read_timeout::builtin::<S>(),
-            armed: Armed::Unknown,
+            read_timer: ReadTimer::for_stream(),
         }
     }
 }
@@ -203,8 +185,7 @@ impl<S> WebSocket<S> {
     /// # }
     /// ```
     pub fn set_read_timeout_fn(&mut self, set: ReadTimeoutFn<S>) {
-        self.set_read_timeout = Some(set);
-        self.armed = Armed::ByUs(None);
+        self.read_timer.set_fn(set);
     }
 
     /// When the next deadline (keepalive or close) falls, if the connection
@@ -313,7 +294,7 @@ impl<S: Read + Write> WebSocket<S> {
                 Next::Shutdown => {
                     // A failed shutdown changes nothing: the closing
                     // handshake is complete either way.
-                    if let Some(socket) = self.socket.and_then(|of| of(&self.stream)) {
+                    if let Some(socket) = self.read_timer.socket(&self.stream) {
                         let _ = socket.shutdown_write();
                     }
                     self.context.shut_down();
@@ -373,47 +354,13 @@ impl<S: Read + Write> WebSocket<S> {
     fn receive(&mut self) -> io::Result<()> {
         let now = Instant::now();
         let deadline = self.context.waiting(now);
-        self.arm(deadline, now)?;
+        self.read_timer.arm(&self.stream, deadline, now)?;
         let spare = self.context.input_spare();
         let result = self.stream.read(spare);
         let n = *result.as_ref().unwrap_or(&0);
         self.context.commit_input(n);
         if result? == 0 {
             self.context.input_ended();
-        }
-        Ok(())
-    }
-
-    /// Sets the stream's read timeout so a blocking read returns by
-    /// `deadline`: re-set only when the one in place would wake too early
-    /// or more than an eighth of the wait too late, so a busy connection
-    /// rarely pays for the system call.
-    fn arm(&mut self, deadline: Option<Instant>, now: Instant) -> io::Result<()> {
-        let Some(set) = self.set_read_timeout else {
-            return Ok(());
-        };
-        if self.armed == Armed::Unknown {
-            let current = match self.socket.and_then(|of| of(&self.stream)) {
-                Some(socket) => socket.read_timeout()?,
-                None => None,
-            };
-            self.armed = match current {
-                Some(_) => Armed::ByCaller,
-                None => Armed::ByUs(None),
-            };
-        }
-        let Armed::ByUs(armed) = self.armed else {
-            return Ok(());
-        };
-        let wanted = deadline.map(|d| read_timeout::until(d, now));
-        let keep = match (armed, wanted) {
-            (None, None) => true,
-            (Some(armed), Some(wanted)) => armed >= wanted && armed - wanted <= wanted / 8,
-            _ => false,
-        };
-        if !keep {
-            set(&self.stream, wanted)?;
-            self.armed = Armed::ByUs(wanted);
         }
         Ok(())
     }
