@@ -225,7 +225,10 @@ mod tests {
         let mut timer = ReadTimer::<TcpStream>::for_stream();
         timer.arm(&callers, Some(deadline), now).unwrap();
         timer.disarm(&callers).unwrap();
-        assert_eq!(callers.read_timeout().unwrap(), before, "the caller's stays");
+        assert_eq!(
+            callers.read_timeout().unwrap(),
+            before,
+            "the caller's stays"
+        );
     }
-
 }

@@ -309,7 +309,7 @@ impl<S: Read + Write> WebSocket<S> {
             let go_on = is_timeout(&error)
                 && match next {
                     Next::Receive => self.deadline_passed(),
-                    _ => !self.context.write_would_block(),
+                    _ => !self.context.write_would_block(op),
                 };
             if !go_on {
                 return Err(self.context.io_error(error));

@@ -15,8 +15,7 @@ use crate::message::Message;
 use crate::proto::assembler::Fragments;
 use crate::proto::compression::{self, Compression};
 #[cfg(doc)]
-use crate::proto::drive::Next;
-use crate::proto::drive::Operation;
+use crate::proto::drive::{Next, Operation};
 use crate::proto::state::State;
 use crate::proto::timers::Timer;
 use crate::proto::utf8_stream::Utf8Stream;
@@ -116,8 +115,6 @@ pub struct WebSocketContext {
     /// The deadline the connection waits on, and what it means.
     pub(super) deadline: Option<Instant>,
     pub(super) timer: Timer,
-    /// The operation the driver last polled for.
-    pub(super) op: Operation,
     /// A keepalive ping is due.
     pub(super) pending_ping: bool,
     /// The stream could not take owed output; the next read poll reads on.
@@ -162,7 +159,6 @@ impl WebSocketContext {
             delivered: None,
             deadline: None,
             timer: Timer::default(),
-            op: Operation::default(),
             pending_ping: false,
             output_blocked: false,
             flush_requested: false,

@@ -75,7 +75,6 @@ impl WebSocketContext {
     /// [`Operation::Write`] does not fail here.
     #[inline]
     pub fn poll(&mut self, op: Operation) -> Result<Next> {
-        self.op = op;
         self.prepare_output();
         match op {
             Operation::Read => self.poll_read(),
@@ -101,13 +100,13 @@ impl WebSocketContext {
         Output { context: self }
     }
 
-    /// The stream could not take output now. Returns `true` if the driver
+    /// The stream could not take output now while running `op`. Returns `true` if the driver
     /// must wait for it (return `Pending` or the would-block error), `false`
     /// if it should ask again at once: a read goes on reading while an
     /// owed pong waits, since the peer may be waiting for us to read.
-    pub fn write_would_block(&mut self) -> bool {
+    pub fn write_would_block(&mut self, op: Operation) -> bool {
         let read_on =
-            self.op == Operation::Read && (self.delivered.is_some() || self.state.can_receive());
+            op == Operation::Read && (self.delivered.is_some() || self.state.can_receive());
         self.output_blocked = read_on;
         !read_on
     }
@@ -218,9 +217,7 @@ impl WebSocketContext {
     pub(super) fn deliver_failure(&mut self, error: Error) {
         let error = self.fail(error);
         self.delivered = Some(Box::new(Err(error)));
-        if self.state != State::Terminated {
-            self.state = State::Terminated;
-        }
+        self.state = State::Terminated;
     }
 }
 

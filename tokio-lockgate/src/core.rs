@@ -104,7 +104,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(self.context.io_error(e))),
                 Poll::Pending => {
                     let read_on = matches!(next, Next::Transmit | Next::Flush)
-                        && !self.context.write_would_block();
+                        && !self.context.write_would_block(op);
                     let go_on = read_on || (op == Operation::Read && self.poll_deadline(cx));
                     if !go_on {
                         return Poll::Pending;
