@@ -335,12 +335,14 @@ impl<S: Read + Write> WebSocket<S> {
     /// slices.
     fn transmit(&mut self) -> io::Result<()> {
         let mut output = self.context.output();
-        let written = {
+        let written = if output.chunk().len() == output.remaining() {
+            // The usual burst of small frames: one contiguous chunk, no
+            // slice array to fill.
+            self.stream.write(output.chunk())
+        } else {
             let mut slices = [IoSlice::new(&[]); MAX_IOVECS];
-            match output.chunks_vectored(&mut slices) {
-                0 | 1 => self.stream.write(output.chunk()),
-                n => self.stream.write_vectored(&slices[..n]),
-            }
+            let n = output.chunks_vectored(&mut slices);
+            self.stream.write_vectored(&slices[..n])
         }?;
         if written == 0 {
             return Err(io::ErrorKind::WriteZero.into());
