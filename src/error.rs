@@ -4,6 +4,7 @@ use std::io;
 
 use crate::frame::{CloseCode, OpCode};
 use crate::message::Message;
+use crate::prepared::PreparedMessage;
 
 /// Everything that can go wrong on a WebSocket.
 ///
@@ -38,6 +39,11 @@ pub enum Error {
     /// of it was written. Flush, then write it again.
     #[error("write buffer full")]
     WriteBufferFull(Message),
+    /// [`WriteBufferFull`](Error::WriteBufferFull) for
+    /// [`write_prepared`](crate::WebSocketContext::write_prepared): the
+    /// prepared message is handed back; nothing of it was written.
+    #[error("write buffer full")]
+    WriteBufferFullPrepared(PreparedMessage),
     /// The opening handshake failed.
     #[error("handshake failed: {0}")]
     Handshake(#[from] HandshakeError),
@@ -76,6 +82,17 @@ impl std::fmt::Display for TimeoutKind {
 }
 
 impl Error {
+    /// Whether the out buffer refused a message
+    /// ([`WriteBufferFull`](Error::WriteBufferFull) or
+    /// [`WriteBufferFullPrepared`](Error::WriteBufferFullPrepared)): flush,
+    /// then write it again.
+    pub fn is_write_buffer_full(&self) -> bool {
+        matches!(
+            self,
+            Error::WriteBufferFull(_) | Error::WriteBufferFullPrepared(_)
+        )
+    }
+
     /// Whether this is an I/O "would block": the call can be repeated later
     /// and nothing was lost.
     pub fn is_would_block(&self) -> bool {

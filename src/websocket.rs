@@ -10,6 +10,7 @@ use crate::config::{Config, Role};
 use crate::error::Error;
 use crate::error::Result;
 use crate::message::{CloseFrame, Message};
+use crate::prepared::PreparedMessage;
 use crate::proto::{Next, Operation, WebSocketContext};
 use crate::read_timeout::{ReadTimeoutFn, ReadTimer};
 
@@ -244,6 +245,19 @@ impl<S: Read + Write> WebSocket<S> {
     /// As for [`write`](Self::write).
     pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
         self.context.write_uncompressed(msg)?;
+        self.drive(Operation::Write).map(drop)
+    }
+
+    /// [`write`](Self::write) for a [`PreparedMessage`]: encoded once for
+    /// every connection it goes to (see
+    /// [`WebSocketContext::write_prepared`]).
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write); a full buffer gives the prepared
+    /// message back in [`Error::WriteBufferFullPrepared`].
+    pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
+        self.context.write_prepared(msg)?;
         self.drive(Operation::Write).map(drop)
     }
 

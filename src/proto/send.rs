@@ -6,6 +6,7 @@ use crate::config::Role;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
 use crate::frame::{FrameHeader, OpCode, encoded_header_len};
 use crate::message::{CloseFrame, Message};
+use crate::prepared::PreparedMessage;
 use crate::proto::close_payload::encode_close;
 use crate::proto::compression;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
@@ -92,6 +93,22 @@ impl WebSocketContext {
             self.push_frame(opcode, payload);
         }
         Ok(())
+    }
+
+    /// Encodes a [`PreparedMessage`] into the out buffer: the bytes on the
+    /// wire are what [`write`](Self::write) would have produced for the
+    /// same message, but the encoding (and, without context takeover, the
+    /// compression) is done once for every connection it is written to.
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write), except that a full buffer gives the
+    /// prepared message back in [`Error::WriteBufferFullPrepared`].
+    pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
+        match self.write(msg.message().clone()) {
+            Err(Error::WriteBufferFull(_)) => Err(Error::WriteBufferFullPrepared(msg.clone())),
+            other => other,
+        }
     }
 
     /// Starts the closing handshake by queueing a close frame (never

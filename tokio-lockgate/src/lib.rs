@@ -70,8 +70,8 @@ pub use connect::{
 };
 pub use lockgate::{
     Bytes, ClientOptions, CloseCode, CloseFrame, Config, Error, HandshakeError, Message,
-    ProtocolError, Result, Role, ServerOptions, TimeoutKind, Utf8Bytes, WebSocketContext, deflate,
-    handshake, http,
+    PreparedMessage, ProtocolError, Result, Role, ServerOptions, TimeoutKind, Utf8Bytes,
+    WebSocketContext, deflate, handshake, http,
 };
 pub use split::{WebSocketReadHalf, WebSocketWriteHalf};
 pub use stream::WebSocketStream;

@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use futures_core::Stream;
 use futures_sink::Sink;
-use lockgate::{CloseFrame, Config, Error, Message, Operation, Result};
+use lockgate::{CloseFrame, Config, Error, Message, Operation, PreparedMessage, Result};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::core::Core;
@@ -241,6 +241,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
     /// As for [`write`](Self::write).
     pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
         lock(&self.shared).context.write_uncompressed(msg)?;
+        poll_fn(|cx| poll_write_half(&self.shared, Operation::Write, cx)).await
+    }
+
+    /// Queues a [`PreparedMessage`]; see [`WebSocketStream::write_prepared`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`WebSocketStream::write_prepared`].
+    pub async fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
+        lock(&self.shared).context.write_prepared(msg)?;
         poll_fn(|cx| poll_write_half(&self.shared, Operation::Write, cx)).await
     }
 

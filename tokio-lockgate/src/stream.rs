@@ -6,7 +6,9 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 use futures_sink::Sink;
-use lockgate::{CloseFrame, Config, Error, Message, Operation, Result, Role, WebSocketContext};
+use lockgate::{
+    CloseFrame, Config, Error, Message, Operation, PreparedMessage, Result, Role, WebSocketContext,
+};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::core::Core;
@@ -198,6 +200,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// As for [`write`](Self::write).
     pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
         self.core.context.write_uncompressed(msg)?;
+        self.run(Operation::Write).await.map(drop)
+    }
+
+    /// [`write`](Self::write) for a [`PreparedMessage`]: encoded once for
+    /// every connection it goes to (see
+    /// [`WebSocketContext::write_prepared`]).
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write); a full buffer gives the prepared
+    /// message back in [`Error::WriteBufferFullPrepared`].
+    pub async fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
+        self.core.context.write_prepared(msg)?;
         self.run(Operation::Write).await.map(drop)
     }
 
