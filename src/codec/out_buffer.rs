@@ -11,6 +11,12 @@ use crate::frame::{FrameHeader, MAX_HEADER_LEN, apply_mask};
 /// (server role only: client payloads must be masked, which means a copy).
 const ZERO_COPY_MIN: usize = 32 * 1024;
 
+/// Encoded frames shared between connections (prepared messages) at least
+/// this large are queued by reference instead of copied. Below it a copy
+/// costs less than the reference count, the queue entry and the extra
+/// slice of a vectored write (benches/prepared.rs).
+pub(crate) const SHARE_ENCODED_MIN: usize = 1024;
+
 /// An idle, drained buffer keeps its allocation only up to this size, so a
 /// connection that once sent a burst does not hold the memory while idle.
 const KEEP_WHEN_DRAINED: usize = 64 * 1024;
@@ -70,6 +76,21 @@ impl OutBuffer {
                 self.tail.put_slice(&head[..head_len]);
                 self.tail.put_slice(&payload);
             }
+        }
+    }
+
+    /// Appends a frame encoded elsewhere and shared between connections:
+    /// queued by reference from [`SHARE_ENCODED_MIN`] bytes, copied below.
+    #[inline]
+    pub(crate) fn push_encoded(&mut self, frame: &Bytes) {
+        self.len += frame.len();
+        if frame.len() >= SHARE_ENCODED_MIN {
+            if !self.tail.is_empty() {
+                self.queue.push_back(self.tail.split().freeze());
+            }
+            self.queue.push_back(frame.clone());
+        } else {
+            self.tail.extend_from_slice(frame);
         }
     }
 
@@ -243,6 +264,22 @@ mod tests {
         let mut slices = [IoSlice::new(&[]); 4];
         assert_eq!(out.chunks_vectored(&mut slices), 2);
         assert_eq!(slices[1].as_ptr(), big.as_ptr());
+    }
+
+    #[test]
+    fn shared_frames_are_queued_by_reference_and_small_ones_copied() {
+        let small = Bytes::from(vec![1u8; SHARE_ENCODED_MIN - 1]);
+        let large = Bytes::from(vec![2u8; SHARE_ENCODED_MIN]);
+        let mut out = OutBuffer::default();
+        out.push_encoded(&small);
+        out.push_encoded(&large);
+        out.push_encoded(&small);
+        let mut slices = [IoSlice::new(&[]); 4];
+        assert_eq!(out.chunks_vectored(&mut slices), 3);
+        assert_ne!(slices[0].as_ptr(), small.as_ptr());
+        assert_eq!(slices[1].as_ptr(), large.as_ptr());
+        let expected = [&small[..], &large[..], &small[..]].concat();
+        assert_eq!(drain_in_steps(&mut out, 700), expected);
     }
 
     #[test]

@@ -177,6 +177,14 @@ impl Deflater {
         }
     }
 
+    /// Without context takeover, the settings that alone determine the
+    /// compressed bytes of a message (level and window, after clamping), so
+    /// connections with equal settings can share them.
+    pub(crate) fn shared_settings(&self) -> Option<(u32, u8)> {
+        self.no_context_takeover
+            .then_some((self.level, self.window_bits))
+    }
+
     /// Frees the compressor when no message may reference it: between
     /// bursts, without context takeover. With context takeover the state is
     /// the shared dictionary and must stay.

@@ -12,6 +12,7 @@ use crate::deflate::{DeflateConfig, DeflateParams};
 use crate::error::Error;
 #[cfg(feature = "deflate")]
 use crate::error::{CapacityError, ProtocolError};
+use crate::prepared::CompressionKey;
 
 /// Compression state of a connection that negotiated permessage-deflate.
 #[cfg(feature = "deflate")]
@@ -94,6 +95,26 @@ impl Compression {
         out.freeze()
     }
 
+    /// The key under which a message compressed by this connection can be
+    /// shared with others: `None` with context takeover, where the bytes
+    /// depend on the messages sent before.
+    pub(crate) fn shared_key(&self) -> Option<CompressionKey> {
+        self.deflater
+            .shared_settings()
+            .map(|(level, window_bits)| CompressionKey { level, window_bits })
+    }
+
+    /// Compresses `payload` as every connection with `key` (from
+    /// [`shared_key`](Self::shared_key)) would, with a compressor of its
+    /// own: the payload of a frame those connections share. This
+    /// connection's compressor is left alone.
+    pub(crate) fn compress_shared(&self, key: CompressionKey, payload: &[u8]) -> Bytes {
+        let mut deflater = crate::deflate::raw::Deflater::new(key.level, key.window_bits, 8, true);
+        let mut out = BytesMut::with_capacity(compressed_bound(payload.len()).min(64 * 1024));
+        deflater.compress(payload, &mut out);
+        out.freeze()
+    }
+
     /// Frees compression state no future message can need (see
     /// `Deflater::release`): called once a burst of writes is flushed.
     pub(crate) fn release_idle(&mut self) {
@@ -125,6 +146,14 @@ impl Compression {
 #[cfg(not(feature = "deflate"))]
 impl Compression {
     pub(crate) fn release_idle(&mut self) {
+        match *self {}
+    }
+
+    pub(crate) fn shared_key(&self) -> Option<CompressionKey> {
+        match *self {}
+    }
+
+    pub(crate) fn compress_shared(&self, _: CompressionKey, _: &[u8]) -> Bytes {
         match *self {}
     }
 

@@ -54,18 +54,9 @@ impl WebSocketContext {
             Message::Pong(data) => (OpCode::Pong, data),
             Message::Close(frame) => return self.close(frame),
         };
-        match self.state {
-            State::Active => {}
-            State::Terminated => return Err(Error::AlreadyClosed),
-            _ => return Err(ProtocolError::SendAfterClosing.into()),
-        }
         let len = payload.len();
-        if opcode.is_control() && len > MAX_CONTROL_PAYLOAD {
-            return Err(ProtocolError::ControlFrameTooLong(len as u64).into());
-        }
-        let compress = may_compress
-            && !opcode.is_control()
-            && self.compression.as_ref().is_some_and(|c| c.wants(len));
+        self.check_sendable(opcode, len)?;
+        let compress = may_compress && self.wants_compression(opcode, len);
         // Checked before compressing: a refused message must not enter the
         // compression context, so the bound is DEFLATE's worst case.
         let body = if compress {
@@ -73,16 +64,7 @@ impl WebSocketContext {
         } else {
             len
         };
-        let encoded = encoded_header_len(body as u64, self.role == Role::Client) + body;
-        let max = self.config.max_write_buffer_size;
-        if encoded > max {
-            return Err(CapacityError::MessageTooLarge {
-                size: encoded as u64,
-                max,
-            }
-            .into());
-        }
-        if self.codec.output.len() + encoded > max {
+        if !self.has_room_for(body)? {
             return Err(Error::WriteBufferFull(rebuild_message(opcode, payload)));
         }
         if compress {
@@ -97,18 +79,93 @@ impl WebSocketContext {
 
     /// Encodes a [`PreparedMessage`] into the out buffer: the bytes on the
     /// wire are what [`write`](Self::write) would have produced for the
-    /// same message, but the encoding (and, without context takeover, the
-    /// compression) is done once for every connection it is written to.
+    /// same message, but the work is shared between every connection it is
+    /// written to (see [`PreparedMessage`] for what is shared when).
     ///
     /// # Errors
     ///
-    /// As for [`write`](Self::write), except that a full buffer gives the
+    /// As for [`write`](Self::write), except that a full buffer hands the
     /// prepared message back in [`Error::WriteBufferFullPrepared`].
     pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
-        match self.write(msg.message().clone()) {
-            Err(Error::WriteBufferFull(_)) => Err(Error::WriteBufferFullPrepared(msg.clone())),
-            other => other,
+        let opcode = msg.opcode();
+        if let Message::Close(frame) = msg.message() {
+            return self.close(frame.clone());
         }
+        let len = msg.len();
+        self.check_sendable(opcode, len)?;
+        let compression = self
+            .compression
+            .as_deref()
+            .filter(|_| self.wants_compression(opcode, len));
+        let Some(compression) = compression else {
+            if !self.has_room_for(len)? {
+                return Err(Error::WriteBufferFullPrepared(msg.clone()));
+            }
+            match self.role {
+                Role::Server => self.codec.output.push_encoded(msg.frame()),
+                Role::Client => self.push_frame(opcode, msg.payload().clone()),
+            }
+            return Ok(());
+        };
+        let Some(key) = compression.shared_key() else {
+            // Context takeover: the bytes depend on this connection's
+            // history, so it compresses the message itself.
+            if !self.has_room_for(compression::compressed_bound(len))? {
+                return Err(Error::WriteBufferFullPrepared(msg.clone()));
+            }
+            let compression = self.compression.as_mut().expect("checked above");
+            let payload = compression.compress(msg.payload());
+            self.push_frame_rsv1(opcode, payload, true);
+            return Ok(());
+        };
+        // The shared frame touches no state of this connection, so it may be
+        // computed before the room check (and kept for the retry).
+        let frame = msg.compressed_frame(key, |payload| compression.compress_shared(key, payload));
+        let header_len = unmasked_header_len(&frame);
+        if !self.has_room_for(frame.len() - header_len)? {
+            return Err(Error::WriteBufferFullPrepared(msg.clone()));
+        }
+        match self.role {
+            Role::Server => self.codec.output.push_encoded(&frame),
+            Role::Client => self.push_frame_rsv1(opcode, frame.slice(header_len..), true),
+        }
+        Ok(())
+    }
+
+    /// Whether a data or control message of `len` bytes may be sent now.
+    #[inline]
+    fn check_sendable(&self, opcode: OpCode, len: usize) -> Result<()> {
+        match self.state {
+            State::Active => {}
+            State::Terminated => return Err(Error::AlreadyClosed),
+            _ => return Err(ProtocolError::SendAfterClosing.into()),
+        }
+        if opcode.is_control() && len > MAX_CONTROL_PAYLOAD {
+            return Err(ProtocolError::ControlFrameTooLong(len as u64).into());
+        }
+        Ok(())
+    }
+
+    /// Whether a message of `len` bytes goes out compressed.
+    #[inline]
+    fn wants_compression(&self, opcode: OpCode, len: usize) -> bool {
+        !opcode.is_control() && self.compression.as_ref().is_some_and(|c| c.wants(len))
+    }
+
+    /// Whether a frame with `body` payload bytes fits in the out buffer now
+    /// (`false`: flush first); an error if it never can.
+    #[inline]
+    fn has_room_for(&self, body: usize) -> Result<bool> {
+        let encoded = encoded_header_len(body as u64, self.role == Role::Client) + body;
+        let max = self.config.max_write_buffer_size;
+        if encoded > max {
+            return Err(CapacityError::MessageTooLarge {
+                size: encoded as u64,
+                max,
+            }
+            .into());
+        }
+        Ok(self.codec.output.len() + encoded <= max)
     }
 
     /// Starts the closing handshake by queueing a close frame (never
@@ -218,6 +275,15 @@ impl WebSocketContext {
             header.mask = Some(rand::random());
         }
         self.codec.output.push_frame(&header, payload);
+    }
+}
+
+/// The header length of an encoded, unmasked frame.
+fn unmasked_header_len(frame: &[u8]) -> usize {
+    match frame[1] & 0x7f {
+        126 => 4,
+        127 => 10,
+        _ => 2,
     }
 }
 
