@@ -17,7 +17,9 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
 
 use libfuzzer_sys::fuzz_target;
-use lockgate::{Buf, CapacityError, Config, Error, Message, Role, WebSocket, WebSocketContext};
+use lockgate::{
+    Buf, CapacityError, Config, Error, Message, PreparedMessage, Role, WebSocket, WebSocketContext,
+};
 use lockgate_fuzz::{Knobs, deflate_config, deflate_params, peer};
 
 /// A stream that does what its script says, then completes everything.
@@ -171,10 +173,15 @@ fuzz_target!(|data: &[u8]| {
                  send: bool,
                  accepted: &mut Vec<Message>,
                  refused: &mut VecDeque<Message>| {
-        let result = if send {
-            ws.send(msg.clone())
-        } else {
-            ws.write(msg.clone())
+        // Every other message goes out prepared, interleaved with plain
+        // writes: the peer must read the same stream either way.
+        let prepared = msg.len() % 2 == 1;
+        let result = match (prepared, send) {
+            (false, false) => ws.write(msg.clone()),
+            (false, true) => ws.send(msg.clone()),
+            (true, send) => ws
+                .write_prepared(&PreparedMessage::new(msg.clone()))
+                .and_then(|()| if send { ws.flush() } else { Ok(()) }),
         };
         match result {
             Ok(()) => accepted.push(msg),
@@ -183,6 +190,14 @@ fuzz_target!(|data: &[u8]| {
             Err(Error::WriteBufferFull(back)) => {
                 assert_eq!(back, msg, "WriteBufferFull changed the message");
                 refused.push_back(back);
+            }
+            Err(Error::WriteBufferFullPrepared(back)) => {
+                assert_eq!(
+                    back.message(),
+                    &msg,
+                    "WriteBufferFullPrepared changed the message"
+                );
+                refused.push_back(msg);
             }
             Err(Error::Capacity(CapacityError::MessageTooLarge { size, max })) => {
                 assert!(size > max as u64 && max == max_write);
