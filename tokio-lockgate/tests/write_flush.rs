@@ -133,3 +133,42 @@ async fn stream_ends_after_the_closing_handshake() {
     assert_eq!(frames.len(), 1);
     assert_eq!(frames[0].close_code(), Some(1000), "the close was echoed");
 }
+
+#[tokio::test]
+async fn prepared_messages_follow_the_write_flush_contract_whole_and_split() {
+    use tokio_lockgate::PreparedMessage;
+    // Small frames are copied, large ones shared: both kinds, interleaved.
+    let small = PreparedMessage::new(Message::text("tick"));
+    let large = PreparedMessage::new(Message::binary(vec![9u8; 4096]));
+    let mut ws =
+        WebSocketStream::from_raw_socket(AsyncMock::default(), Role::Server, Config::default());
+    for _ in 0..10 {
+        ws.write_prepared(&small).await.unwrap();
+        ws.write_prepared(&large).await.unwrap();
+    }
+    assert_eq!(
+        ws.get_ref().0.write_calls,
+        0,
+        "write_prepared never flushes"
+    );
+    ws.flush().await.unwrap();
+    assert_eq!(ws.get_ref().0.flush_calls, 1);
+    let frames = parse_frames(&ws.get_ref().0.written);
+    assert_eq!(frames.len(), 20);
+    assert!(frames.iter().step_by(2).all(|f| f.payload == b"tick"));
+    assert!(
+        frames
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|f| f.payload == [9u8; 4096])
+    );
+
+    let (read, mut write) = ws.split();
+    write.write_prepared(&small).await.unwrap();
+    write.flush().await.unwrap();
+    let ws = read.reunite(write).unwrap();
+    let frames = parse_frames(&ws.get_ref().0.written);
+    assert_eq!(frames.len(), 21);
+    assert_eq!(frames[20].payload, b"tick");
+}
