@@ -57,9 +57,17 @@
 //! default), else it fails with
 //! [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)`; a server answers a
 //! request that cannot be a WebSocket upgrade with an HTTP error at once.
+//!
+//! # Fan-out
+//!
+//! [`PreparedMessage`] encodes a message once for any number of
+//! connections (`write_prepared`), and the [`hub`] module delivers one to
+//! every subscriber of a topic, each connection with its own bounded queue,
+//! a slow-consumer policy, and one flush per burst.
 
 mod connect;
 mod core;
+pub mod hub;
 mod split;
 mod stream;
 mod tls;
