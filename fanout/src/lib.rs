@@ -1,0 +1,49 @@
+//! lockgate-fanout: a broadcast WebSocket server built on tokio-lockgate's
+//! [hub](tokio_lockgate::hub), where any number of processes form one
+//! broadcast domain through a NATS server.
+//!
+//! A client that connects to `ws://ADDR/topics/NAME` is subscribed to
+//! topic NAME, and every data message it sends is delivered, exactly once
+//! and in the order sent, to every subscriber of NAME on every node, the
+//! sender included:
+//!
+//! - each message is published to the local hub first (one
+//!   [`PreparedMessage`](tokio_lockgate::PreparedMessage) for all local
+//!   subscribers), then to the broker, which does not echo it back;
+//! - messages from the broker become one prepared message per node;
+//! - a client whose queue fills up is closed with 1008 (by default), so it
+//!   never delays the others or grows the node's memory past its bound;
+//! - a node that loses its broker closes its clients with 1013, since they
+//!   would silently miss other nodes' messages, and refuses new ones with
+//!   503 until the broker is back.
+//!
+//! ```
+//! use lockgate_fanout::{Node, NodeConfig};
+//! use tokio_lockgate::{Message, connect_async};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Standalone here; `.nats("nats://127.0.0.1:4222")` joins a domain.
+//! let node = Node::start(NodeConfig::new("127.0.0.1:0".parse()?)).await?;
+//! let url = format!("ws://{}/topics/news", node.local_addr());
+//! let (mut alice, _) = connect_async(&url).await?;
+//! let (mut bob, _) = connect_async(&url).await?;
+//! # while node.hub_stats().subscribers < 2 { tokio::task::yield_now().await; }
+//! alice.send(Message::text("hello")).await?;
+//! assert_eq!(bob.read().await?, Message::text("hello"));
+//! assert_eq!(alice.read().await?, Message::text("hello")); // the sender too
+//! node.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod config;
+mod connection;
+mod node;
+mod relay;
+mod state;
+pub mod topic;
+
+pub use config::{DEFAULT_MAX_MESSAGE_SIZE, NodeConfig};
+pub use node::{Node, NodeHandle};
+pub use state::{BROKER_LOST, NodeStats};
