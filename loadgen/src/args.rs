@@ -1,0 +1,150 @@
+//! The command line.
+
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+/// Throughput and latency of tokio-lockgate: echo, one-way and broadcast
+/// traffic over loopback (or to --url), every message verified.
+///
+/// Without --url it starts its own server on 127.0.0.1 (a free port): an
+/// echo server, or for broadcast a standalone lockgate-fanout node. Each
+/// connection writes batches (N x write, one flush). Progress goes to
+/// stderr, the summary to stdout (--json: one JSON object).
+///
+/// Exit status: 0 when every message arrived as it should, 1 on a failure,
+/// 2 on a usage error, 3 when the watchdog stopped a stuck run.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "loadgen", version)]
+pub(crate) struct Args {
+    /// echo: the server echoes every message and round trips are timed.
+    /// oneway: the server only reads and checks. broadcast: publishers send
+    /// to a topic of lockgate-fanout nodes, and every subscriber must
+    /// receive every message exactly once and in order.
+    #[arg(long, value_enum, default_value_t = Mode::Echo)]
+    pub(crate) mode: Mode,
+    /// Concurrent connections (echo, oneway).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) connections: u32,
+    /// Payload bytes per message (echo needs at least 16, broadcast 22).
+    #[arg(long, default_value_t = 64)]
+    pub(crate) size: usize,
+    /// Messages per connection (per publisher in broadcast mode).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) messages: u64,
+    /// Send for SECS seconds instead of --messages.
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub(crate) duration: Option<Duration>,
+    /// Messages written per flush.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    pub(crate) batch: u32,
+    /// Send text messages (ASCII payload) rather than binary ones.
+    #[arg(long)]
+    pub(crate) text: bool,
+    /// The server: ws://HOST:PORT/PATH for echo and oneway; for broadcast,
+    /// once per node, either ws://HOST:PORT (/topics/TOPIC is appended) or
+    /// a full URL with a path.
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Vec<String>,
+    /// Broadcast: subscribing connections, spread over the --urls in turn.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) subscribers: u32,
+    /// Broadcast: publishing connections, spread over the --urls in turn.
+    /// They are subscribed too (by their path) and read their own messages
+    /// back, which paces them to what their node delivers.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) publishers: u32,
+    /// Broadcast: the topic.
+    #[arg(long, default_value = "loadgen")]
+    pub(crate) topic: String,
+    /// Broadcast: messages per second per publisher (default: as fast as
+    /// the window allows).
+    #[arg(long, value_name = "MSGS_PER_SEC")]
+    pub(crate) rate: Option<f64>,
+    /// Broadcast: a subscriber or publisher closed by a node (1008 slow,
+    /// 1012/1013 broker lost) is reported but does not fail the run; what it
+    /// would still have received is counted as lost to the close.
+    #[arg(long)]
+    pub(crate) allow_closes: bool,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// What traffic to generate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Mode {
+    Echo,
+    #[value(alias = "one-way")]
+    Oneway,
+    Broadcast,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Echo => "echo",
+            Mode::Oneway => "oneway",
+            Mode::Broadcast => "broadcast",
+        })
+    }
+}
+
+fn seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if secs > 0.0 && secs <= 1e6 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(format!("{s:?} must be between 0 and 1000000 seconds"))
+    }
+}
+
+/// The smallest payload of each mode: what it stamps into every message.
+pub(crate) fn min_size(mode: Mode) -> usize {
+    match mode {
+        Mode::Echo => crate::payload::HEADER,
+        Mode::Oneway => 0,
+        Mode::Broadcast => crate::payload::BROADCAST_HEADER,
+    }
+}
+
+impl Args {
+    /// Checks what clap cannot: an error message for the usage error.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let min = min_size(self.mode);
+        if self.size < min {
+            return Err(format!(
+                "--size must be at least {min} in {} mode (it carries the message's stamp)",
+                self.mode
+            ));
+        }
+        if self.mode != Mode::Broadcast && self.url.len() > 1 {
+            return Err(format!("--url is given once in {} mode", self.mode));
+        }
+        if !lockgate_fanout::topic::is_valid(&self.topic) {
+            return Err("--topic must be 1 to 128 of A-Z a-z 0-9 - _".into());
+        }
+        if self.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err("--rate must be a positive number".into());
+        }
+        Ok(())
+    }
+
+    /// Whether the run is bounded by time rather than by messages.
+    pub(crate) fn budget(&self) -> Budget {
+        match self.duration {
+            Some(d) => Budget::For(d),
+            None => Budget::Messages(self.messages),
+        }
+    }
+}
+
+/// How much each sender sends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Budget {
+    Messages(u64),
+    For(Duration),
+}
