@@ -7,8 +7,8 @@
 //! ```
 //!
 //! Then talk to it with `cargo run -p tokio-lockgate --example client`, or
-//! load it with `cargo run --release -p tokio-lockgate --example loadgen --
-//! --url ws://127.0.0.1:9001`.
+//! load it with `cargo run --release -p lockgate-loadgen -- --url
+//! ws://127.0.0.1:9001`.
 //!
 //! Echoes are written with `write` and flushed once the bytes received so
 //! far are used up (`buffered_input() == 0`): a burst of messages read in one
