@@ -5,6 +5,8 @@
 #   bash scripts/fanout-cluster.sh start [N]   start (default N=2), print the nodes' URLs
 #   bash scripts/fanout-cluster.sh urls        the nodes' URLs, one per line
 #   bash scripts/fanout-cluster.sh stop        stop everything it started, by PID
+#   bash scripts/fanout-cluster.sh kill-broker     kill the NATS server (SIGKILL, as a crash)
+#   bash scripts/fanout-cluster.sh start-broker    start it again on the same port
 #
 # Then, for example:
 #   cargo run --release -p lockgate-loadgen -- --mode broadcast \
@@ -34,6 +36,27 @@ wait_for_line() {
     echo "fanout-cluster: timed out waiting for '$pattern' in $file" >&2
     cat "$file" >&2 || true
     return 1
+}
+
+# The broker's PID is the first line of the PID file.
+start_broker() {
+    local port
+    port=$(cat "$DIR/nats.port")
+    nats-server -a 127.0.0.1 -p "$port" >"$DIR/nats.log" 2>&1 &
+    local pid=$!
+    if [[ -s $DIR/pids ]]; then
+        sed -i "1s/.*/$pid/" "$DIR/pids"
+    else
+        echo "$pid" >"$DIR/pids"
+    fi
+    wait_for_line "$DIR/nats.log" "Server is ready" >/dev/null
+}
+
+kill_broker() {
+    local pid
+    pid=$(head -n1 "$DIR/pids")
+    kill -9 "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 }
 
 stop() {
@@ -71,9 +94,8 @@ start() {
 
     local nats_port
     nats_port=$(free_port)
-    nats-server -a 127.0.0.1 -p "$nats_port" >"$DIR/nats.log" 2>&1 &
-    echo $! >>"$DIR/pids"
-    wait_for_line "$DIR/nats.log" "Server is ready" >/dev/null
+    echo "$nats_port" >"$DIR/nats.port"
+    start_broker
 
     for i in $(seq 1 "$nodes"); do
         # shellcheck disable=SC2086
@@ -89,9 +111,11 @@ start() {
 case ${1:-} in
 start) start "${2:-2}" ;;
 urls) cat "$DIR/urls" ;;
+kill-broker) kill_broker ;;
+start-broker) start_broker ;;
 stop) stop ;;
 *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

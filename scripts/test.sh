@@ -3,14 +3,16 @@
 # test and doc test of both crates (with and without TLS, the core also
 # without its default features), the comparison benchmarks' lints, every
 # fuzz target for a bounded time (about 3 minutes in all), interop
-# with Python `websockets` and Node `ws` (package lockgate-interop), and
-# Autobahn in both modes through both drivers. It installs what it needs on
-# a fresh machine: the Autobahn runner's venv (PyPI) and the interop peers
-# (PyPI, npm registry).
+# with Python `websockets` and Node `ws` (package lockgate-interop),
+# fan-out across processes through a real NATS server (lockgate-fanout and
+# loadgen's broadcast mode, scripts/fanout-test.sh), and Autobahn in both
+# modes through both drivers. It installs what it needs on a fresh machine:
+# the Autobahn runner's venv (PyPI), the interop peers (PyPI, npm registry)
+# and nats-server (Debian's packages).
 #
 # A plain `cargo test` runs everything of the default members that needs
-# nothing but cargo: lockgate-interop and bench-peers are not default
-# members, and are run here by name.
+# nothing but cargo: lockgate-interop, lockgate-fanout, lockgate-loadgen and
+# bench-peers are not default members, and are run here by name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +28,7 @@ cargo clippy -p tokio-lockgate --all-targets --features rustls -- -D warnings
 cargo clippy -p lockgate --all-targets --no-default-features -- -D warnings
 cargo clippy -p bench-peers --all-targets -- -D warnings
 cargo clippy -p lockgate-interop --all-targets -- -D warnings
+cargo clippy -p lockgate-fanout -p lockgate-loadgen --all-targets -- -D warnings
 # The fuzz crate (not a workspace member): once as a normal build, once
 # with the cfg that compiles the targets using lockgate::fuzz_api.
 (cd fuzz && cargo clippy --all-targets -- -D warnings)
@@ -33,6 +36,7 @@ cargo clippy -p lockgate-interop --all-targets -- -D warnings
 
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate-fanout
 
 step "cargo build and test, lockgate without default features (no permessage-deflate)"
 cargo build -p lockgate --no-default-features
@@ -54,6 +58,9 @@ bash scripts/install-interop-peers.sh
 
 step "interop tests (lockgate-interop: a missing peer fails them)"
 cargo test -p lockgate-interop
+
+step "fan-out across processes: nats-server, 2 lockgate-fanout nodes, loadgen broadcast, broker killed and restarted (scripts/fanout-test.sh)"
+bash scripts/fanout-test.sh
 
 step "Autobahn conformance: blocking driver (server and client modes)"
 bash autobahn/run.sh all
