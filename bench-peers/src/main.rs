@@ -2,7 +2,7 @@
 //! tokio-tungstenite, fastwebsockets and tokio-websockets.
 //!
 //! ```text
-//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,deflate] [--reps N] [--pin] [--out PATH]
+//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,deflate,fanout] [--reps N] [--pin] [--out PATH]
 //! ```
 //!
 //! Scenarios (see BENCHMARKS.md for what each measures and how its output is
@@ -21,6 +21,10 @@
 //!   with and without context takeover, lockgate and tokio-lockgate against
 //!   yawc; and RSS and heap per idle compressed connection after one
 //!   message each way. Printed as a second table.
+//! - `fanout`: one message at a time to 1,000 parked loopback connections,
+//!   tokio-lockgate's hub against each async peer's natural way (a clone
+//!   per connection through a bounded channel into its own sink):
+//!   deliveries per second and server CPU per delivery.
 //!
 //! Libraries are interleaved: every repetition runs each library once, in
 //! an order rotated per repetition, after one untimed warm-up run each.
@@ -29,6 +33,7 @@
 mod alloc;
 mod deflate;
 mod deflate_idle;
+mod fanout;
 mod frames;
 mod idle;
 mod json;
@@ -78,11 +83,13 @@ struct Plan {
     reps_deflate_idle: usize,
     deflate_jobs: Vec<deflate::Job>,
     deflate_idle_n: usize,
+    reps_fanout: usize,
+    fanout: fanout::Shape,
 }
 
-const GROUPS: [&str; 5] = ["write", "read", "tcp", "idle", "deflate"];
+const GROUPS: [&str; 6] = ["write", "read", "tcp", "idle", "deflate", "fanout"];
 
-const USAGE: &str = "usage: bench-peers [--quick] [--only write,read,tcp,idle,deflate] [--reps N] \
+const USAGE: &str = "usage: bench-peers [--quick] [--only write,read,tcp,idle,deflate,fanout] [--reps N] \
                      [--pin] [--out PATH]";
 
 /// The compressed TCP jobs: `small` 1 KiB messages written then flushed
@@ -163,6 +170,12 @@ impl Plan {
                 reps_deflate_idle: 1,
                 deflate_jobs: deflate_jobs(5_000, 100),
                 deflate_idle_n: 200,
+                reps_fanout: 3,
+                fanout: fanout::Shape {
+                    connections: 1_000,
+                    messages: 1_000,
+                    burst: 64,
+                },
             }
         } else {
             Plan {
@@ -189,6 +202,12 @@ impl Plan {
                 reps_deflate_idle: 3,
                 deflate_jobs: deflate_jobs(50_000, 1_000),
                 deflate_idle_n: 500,
+                reps_fanout: 7,
+                fanout: fanout::Shape {
+                    connections: 1_000,
+                    messages: 2_000,
+                    burst: 64,
+                },
             }
         };
         if let Some(r) = reps {
@@ -197,6 +216,7 @@ impl Plan {
             p.reps_idle = r;
             p.reps_deflate = r;
             p.reps_deflate_idle = r;
+            p.reps_fanout = r;
         }
         p
     }
@@ -470,6 +490,31 @@ fn idle_rows(p: &Plan) -> Vec<Row> {
     vec![rss, heap]
 }
 
+/// Fan-out to 1,000 connections: deliveries per second and server CPU per
+/// delivery.
+fn fanout_rows(p: &Plan) -> Vec<Row> {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let s = p.fanout;
+    let name = format!(
+        "fan-out: {} × 64 B to {} connections, bursts of {}",
+        s.messages, s.connections, s.burst
+    );
+    let mut rate = Row::new(name.clone(), "deliveries/s", Better::Higher);
+    let mut cpu = Row::new("… server CPU per delivery", "ns", Better::Lower);
+    interleave(&name, &fanout::LIBS, p.reps_fanout, |lib, rep| {
+        let run = fanout::run(lib, s, &listener);
+        if rep.is_none() {
+            return;
+        }
+        rate.push(lib, run.deliveries as f64 / run.elapsed.as_secs_f64());
+        cpu.push(
+            lib,
+            run.server_cpu.as_nanos() as f64 / run.deliveries as f64,
+        );
+    });
+    vec![rate, cpu]
+}
+
 /// The compressed TCP rows and the compressed idle-memory rows.
 fn deflate_rows(p: &Plan) -> Vec<Row> {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
@@ -604,6 +649,9 @@ fn main() {
     if plan.runs("idle") {
         rows.extend(idle_rows(&plan));
     }
+    if plan.runs("fanout") {
+        rows.extend(fanout_rows(&plan));
+    }
     let deflate = if plan.runs("deflate") {
         deflate_rows(&plan)
     } else {
@@ -629,7 +677,10 @@ fn main() {
              tokio runtime\n\
              - TCP rows: two threads, blocking API for lockgate/tungstenite/raw, a current-thread \
              runtime per end for the async crates; fastwebsockets writes through a tokio BufWriter \
-             (8 KiB) since it has no write buffer; threads {}\n\n",
+             (8 KiB) since it has no write buffer; threads {}\n\
+             - fan-out rows: the serving end on one thread (publisher and a task per connection), \
+             tokio-lockgate through its hub, each peer through a bounded channel per connection \
+             feeding its own sink, flushed once per wake-up; {} repetitions\n\n",
             sys::machine(),
             args.join(" "),
             plan.reps_mem,
@@ -640,6 +691,7 @@ fn main() {
             } else {
                 "not pinned"
             },
+            plan.reps_fanout,
         );
         out.push_str(&header);
         out.push_str(&report::table(&rows, &report::COLS));

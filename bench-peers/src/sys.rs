@@ -152,3 +152,20 @@ pub(crate) fn tree() -> String {
         None => "unknown".into(),
     }
 }
+
+/// CPU time (user + system) the calling thread has used.
+pub(crate) fn thread_cpu() -> std::time::Duration {
+    // SAFETY: `usage` is a plain struct owned by this frame, which
+    // getrusage fills in; RUSAGE_THREAD names the calling thread.
+    #[allow(unsafe_code)]
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
