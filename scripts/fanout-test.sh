@@ -16,6 +16,10 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export FANOUT_DIR=${FANOUT_DIR:-$ROOT/target/fanout-test}
+# Delivery is what is checked here, on a machine loadgen saturates itself:
+# queues deep enough that no verifying client is closed as a slow consumer
+# (the 1008 policy has its own tests in lockgate-fanout and tokio-lockgate).
+export FANOUT_NODE_ARGS=${FANOUT_NODE_ARGS:---queue-capacity 16384}
 cluster() { bash scripts/fanout-cluster.sh "$@"; }
 trap 'cluster stop' EXIT
 

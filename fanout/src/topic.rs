@@ -92,6 +92,28 @@ mod tests {
         assert_eq!(from_path(&long), None);
     }
 
+    proptest::proptest! {
+        /// Whatever a client puts in its path, a topic is either refused or
+        /// a valid name, which is one NATS subject token that round-trips.
+        #[test]
+        fn any_path_yields_a_valid_topic_or_none(path in "\\PC*", name in "[A-Za-z0-9_.*> -]{0,140}") {
+            for path in [path, format!("/topics/{name}")] {
+                if let Some(topic) = from_path(&path) {
+                    proptest::prop_assert!(is_valid(topic));
+                    for kind in [Kind::Text, Kind::Binary] {
+                        let relayed = subject(kind, topic);
+                        proptest::prop_assert_eq!(parse_subject(&relayed), Some((kind, topic)));
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn any_subject_parses_without_panicking(subject in "\\PC{0,80}") {
+            let _ = parse_subject(&subject);
+        }
+    }
+
     #[test]
     fn subjects_round_trip() {
         for kind in [Kind::Text, Kind::Binary] {
