@@ -47,6 +47,10 @@ pub enum Error {
     /// The opening handshake failed.
     #[error("handshake failed: {0}")]
     Handshake(#[from] HandshakeError),
+    /// A payload read as text ([`Message::to_text`],
+    /// [`Message::into_text`]) is not UTF-8. The connection is unaffected.
+    #[error("the payload is not valid UTF-8")]
+    Utf8,
     /// A deadline from [`Config`](crate::Config) passed: the connection is
     /// over (for [`TimeoutKind::Keepalive`], a close frame with 1011 was
     /// queued and sent if the stream took it).

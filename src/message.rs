@@ -4,6 +4,7 @@ use std::fmt;
 
 use bytes::Bytes;
 
+use crate::error::Error;
 use crate::frame::CloseCode;
 use crate::utf8_bytes::Utf8Bytes;
 
@@ -27,8 +28,14 @@ impl CloseFrame {
 }
 
 impl fmt::Display for CloseFrame {
+    /// The code, and the reason in parentheses if there is one:
+    /// `1000` or `1001 (server restart)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.code, self.reason)
+        if self.reason.is_empty() {
+            write!(f, "{}", self.code)
+        } else {
+            write!(f, "{} ({})", self.code, self.reason)
+        }
     }
 }
 
@@ -72,6 +79,31 @@ impl Message {
         !self.is_data()
     }
 
+    /// Whether this is a `Text` message.
+    pub fn is_text(&self) -> bool {
+        matches!(self, Message::Text(_))
+    }
+
+    /// Whether this is a `Binary` message.
+    pub fn is_binary(&self) -> bool {
+        matches!(self, Message::Binary(_))
+    }
+
+    /// Whether this is a `Ping`.
+    pub fn is_ping(&self) -> bool {
+        matches!(self, Message::Ping(_))
+    }
+
+    /// Whether this is a `Pong`.
+    pub fn is_pong(&self) -> bool {
+        matches!(self, Message::Pong(_))
+    }
+
+    /// Whether this is a `Close`.
+    pub fn is_close(&self) -> bool {
+        matches!(self, Message::Close(_))
+    }
+
     /// The length of the payload in bytes (for `Close`, code plus reason).
     pub fn len(&self) -> usize {
         match self {
@@ -96,11 +128,58 @@ impl Message {
         }
     }
 
+    /// The payload as text, as tungstenite's `to_text` has it: a text
+    /// message's text, any other payload checked as UTF-8, a close frame's
+    /// reason (empty without one).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Utf8`] if the payload is not UTF-8.
+    pub fn to_text(&self) -> Result<&str, Error> {
+        match self {
+            Message::Text(t) => Ok(t.as_str()),
+            Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => {
+                simdutf8::basic::from_utf8(b).map_err(|_| Error::Utf8)
+            }
+            Message::Close(None) => Ok(""),
+            Message::Close(Some(frame)) => Ok(frame.reason.as_str()),
+        }
+    }
+
+    /// The message as text, consuming it, with the meanings of
+    /// [`to_text`](Self::to_text) and without copying the payload.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Utf8`] if the payload is not UTF-8.
+    pub fn into_text(self) -> Result<Utf8Bytes, Error> {
+        match self {
+            Message::Text(t) => Ok(t),
+            Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => {
+                Utf8Bytes::try_from(b).map_err(|_| Error::Utf8)
+            }
+            Message::Close(None) => Ok(Utf8Bytes::default()),
+            Message::Close(Some(frame)) => Ok(frame.reason),
+        }
+    }
+
     /// The payload as text, if it is a text message.
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Message::Text(t) => Some(t.as_str()),
             _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Message {
+    /// The text, as [`to_text`](Message::to_text) reads it, or
+    /// `Binary Data<length=N>` for a payload that is not UTF-8 (as
+    /// tungstenite prints it).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_text() {
+            Ok(text) => f.write_str(text),
+            Err(_) => write!(f, "Binary Data<length={}>", self.len()),
         }
     }
 }
@@ -138,5 +217,79 @@ impl From<Vec<u8>> for Message {
 impl From<&[u8]> for Message {
     fn from(b: &[u8]) -> Self {
         Message::Binary(Bytes::copy_from_slice(b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_predicates_name_exactly_their_variant() {
+        let all = [
+            Message::text("t"),
+            Message::binary(vec![1]),
+            Message::Ping(Bytes::new()),
+            Message::Pong(Bytes::new()),
+            Message::Close(None),
+        ];
+        for (i, msg) in all.iter().enumerate() {
+            let kinds = [
+                msg.is_text(),
+                msg.is_binary(),
+                msg.is_ping(),
+                msg.is_pong(),
+                msg.is_close(),
+            ];
+            let expected: Vec<bool> = (0..5).map(|k| k == i).collect();
+            assert_eq!(kinds.to_vec(), expected, "{msg:?}");
+        }
+    }
+
+    #[test]
+    fn text_views_follow_tungstenite() {
+        let close = |reason: &str| Message::Close(Some(CloseFrame::new(CloseCode::Away, reason)));
+        for (msg, text, shown) in [
+            (Message::text("héllo"), Some("héllo"), "héllo"),
+            (Message::binary(b"bytes".to_vec()), Some("bytes"), "bytes"),
+            (Message::Ping(Bytes::from_static(b"p")), Some("p"), "p"),
+            (Message::Pong(Bytes::from_static(b"")), Some(""), ""),
+            (Message::Close(None), Some(""), ""),
+            (close("bye"), Some("bye"), "bye"),
+            (
+                Message::binary(vec![0xff, 0xfe, 0x00]),
+                None,
+                "Binary Data<length=3>",
+            ),
+            (
+                Message::Ping(Bytes::from_static(&[0xc3])),
+                None,
+                "Binary Data<length=1>",
+            ),
+        ] {
+            match text {
+                Some(text) => {
+                    assert_eq!(msg.to_text().unwrap(), text, "{msg:?}");
+                    assert_eq!(msg.clone().into_text().unwrap().as_str(), text, "{msg:?}");
+                }
+                None => {
+                    assert!(matches!(msg.to_text(), Err(Error::Utf8)), "{msg:?}");
+                    assert!(
+                        matches!(msg.clone().into_text(), Err(Error::Utf8)),
+                        "{msg:?}"
+                    );
+                }
+            }
+            assert_eq!(msg.to_string(), shown, "{msg:?}");
+        }
+    }
+
+    #[test]
+    fn a_close_frame_shows_its_reason_only_when_it_has_one() {
+        assert_eq!(CloseFrame::new(CloseCode::Normal, "").to_string(), "1000");
+        assert_eq!(
+            CloseFrame::new(CloseCode::Away, "server restart").to_string(),
+            "1001 (server restart)"
+        );
     }
 }

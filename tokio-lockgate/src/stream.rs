@@ -251,6 +251,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// Splits into a read half and a write half that can move to different
     /// tasks. Pongs owed by the read half are written by it, and the read
     /// half's waits enforce the deadlines.
+    ///
+    /// The order is **(read, write)**: the opposite of
+    /// `futures::StreamExt::split`, which returns `(sink, stream)` (that
+    /// one works here too, since the stream is a `Stream` and a `Sink`).
+    /// Code ported from tokio-tungstenite's `let (write, read) =
+    /// ws.split();` swaps the names:
+    ///
+    /// ```
+    /// # async fn f(ws: tokio_lockgate::WebSocketStream<tokio::io::DuplexStream>) {
+    /// let (read, write) = ws.split(); // inherent: read half first
+    /// # let _ = (read, write);
+    /// # }
+    /// ```
     pub fn split(self) -> (WebSocketReadHalf<S>, WebSocketWriteHalf<S>) {
         split(self)
     }
