@@ -59,9 +59,34 @@ pub enum Message {
 }
 
 impl Message {
-    /// A text message.
+    /// A text message, from a `String`, `&str` or [`Utf8Bytes`]. For
+    /// bytes that should be text (a `Bytes` or `Vec<u8>`), use
+    /// [`try_text`](Self::try_text), which checks them.
     pub fn text(text: impl Into<Utf8Bytes>) -> Self {
         Message::Text(text.into())
+    }
+
+    /// A text message from bytes that must be UTF-8, checked without a
+    /// copy: `Message::try_text(bytes)?` where tungstenite code has
+    /// `Message::text(Utf8Bytes::try_from(bytes)?)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Utf8`](crate::Error::Utf8) if `data` is not UTF-8.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockgate::{Bytes, Message};
+    ///
+    /// let text = Message::try_text(Bytes::from_static(b"caf\xc3\xa9")).unwrap();
+    /// assert_eq!(text, Message::text("café"));
+    /// assert!(Message::try_text(vec![0xff]).is_err());
+    /// ```
+    pub fn try_text(data: impl Into<Bytes>) -> crate::Result<Self> {
+        Utf8Bytes::try_from(data.into())
+            .map(Message::Text)
+            .map_err(|_| crate::Error::Utf8)
     }
 
     /// A binary message.

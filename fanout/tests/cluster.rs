@@ -191,7 +191,7 @@ async fn a_client_that_stops_reading_is_closed_with_1008_and_delays_no_one() {
     // can fan out fills every queue, healthy or not).
     const WINDOW: usize = 256;
     let window = std::sync::Arc::new(tokio::sync::Semaphore::new(WINDOW));
-    let (mut echoes, mut sink) = publisher.split();
+    let (mut sink, mut echoes) = publisher.split();
     let echo_window = window.clone();
     let echoed = tokio::spawn(async move {
         for _ in 0..COUNT {

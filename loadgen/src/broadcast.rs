@@ -304,7 +304,7 @@ async fn publish(
     // Set once it sent its own close frame: a close frame after that is
     // the node's reply, not the node closing it.
     let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (mut read, mut write) = ws.split();
+    let (mut write, mut read) = ws.split();
 
     let reader = {
         let (run, credits, confirmed, closed, closing, who) = (

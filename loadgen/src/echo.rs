@@ -310,7 +310,7 @@ pub(crate) async fn run(
 
     let mut tasks = JoinSet::new();
     for (conn, ws) in sockets.into_iter().enumerate() {
-        let (read_half, write_half) = ws.split();
+        let (write_half, read_half) = ws.split();
         let credits = (args.mode == Mode::Echo).then(|| Arc::new(Semaphore::new(window)));
         tasks.spawn(sender(
             conn,

@@ -76,6 +76,9 @@ pub use connect::{
     IntoConnector, accept_async, accept_async_with, accept_hdr_async, client_async,
     client_async_with, connect_async, connect_async_with,
 };
+/// The core crate, under the name tokio-tungstenite gives tungstenite:
+/// `tokio_lockgate::lockgate::Message` is `lockgate::Message`.
+pub use lockgate;
 pub use lockgate::{
     Bytes, ClientOptions, CloseCode, CloseFrame, Config, Error, HandshakeError, Message,
     PreparedMessage, ProtocolError, Result, Role, ServerOptions, TimeoutKind, Utf8Bytes,

@@ -112,7 +112,7 @@ fn poll_write_half<S: AsyncRead + AsyncWrite + Unpin>(
     })
 }
 
-pub(crate) fn split<S>(ws: WebSocketStream<S>) -> (WebSocketReadHalf<S>, WebSocketWriteHalf<S>) {
+pub(crate) fn split<S>(ws: WebSocketStream<S>) -> (WebSocketWriteHalf<S>, WebSocketReadHalf<S>) {
     let wakers = Arc::new(HalfWakers::default());
     let both = Waker::from(wakers.clone());
     let shared = Arc::new(SplitState {
@@ -121,11 +121,13 @@ pub(crate) fn split<S>(ws: WebSocketStream<S>) -> (WebSocketReadHalf<S>, WebSock
         both,
     });
     (
-        WebSocketReadHalf {
+        WebSocketWriteHalf {
             shared: shared.clone(),
+        },
+        WebSocketReadHalf {
+            shared,
             ended: false,
         },
-        WebSocketWriteHalf { shared },
     )
 }
 

@@ -248,23 +248,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
         self.flush().await
     }
 
-    /// Splits into a read half and a write half that can move to different
+    /// Splits into a write half and a read half that can move to different
     /// tasks. Pongs owed by the read half are written by it, and the read
     /// half's waits enforce the deadlines.
     ///
-    /// The order is **(read, write)**: the opposite of
-    /// `futures::StreamExt::split`, which returns `(sink, stream)` (that
-    /// one works here too, since the stream is a `Stream` and a `Sink`).
-    /// Code ported from tokio-tungstenite's `let (write, read) =
-    /// ws.split();` swaps the names:
+    /// The order is **(write, read)**, as with `futures::StreamExt::split`
+    /// (sink first, then stream) and tokio-tungstenite: this inherent method
+    /// is what `ws.split()` calls even with `StreamExt` in scope, so code
+    /// written for either keeps its meaning. Unlike `StreamExt::split`'s
+    /// halves, these keep `write`/`flush`/`send`/`close` and `read`, and
+    /// the read half answers pings on its own.
     ///
     /// ```
     /// # async fn f(ws: tokio_lockgate::WebSocketStream<tokio::io::DuplexStream>) {
-    /// let (read, write) = ws.split(); // inherent: read half first
-    /// # let _ = (read, write);
+    /// let (write, read) = ws.split(); // write half first, like StreamExt::split
+    /// # let _ = (write, read);
     /// # }
     /// ```
-    pub fn split(self) -> (WebSocketReadHalf<S>, WebSocketWriteHalf<S>) {
+    pub fn split(self) -> (WebSocketWriteHalf<S>, WebSocketReadHalf<S>) {
         split(self)
     }
 

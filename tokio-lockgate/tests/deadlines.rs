@@ -91,7 +91,7 @@ async fn a_silent_peer_fails_the_read_with_a_timeout() {
 async fn a_split_read_half_fails_on_a_silent_peer_while_the_write_half_idles() {
     let interval = 300 * MS;
     let (ws, mut peer) = server_and_raw_peer(keepalive(interval, interval)).await;
-    let (mut reader, writer) = ws.split();
+    let (writer, mut reader) = ws.split();
     let start = Instant::now();
     let result = timeout(HANG, reader.read()).await;
     let took = start.elapsed();

@@ -217,7 +217,7 @@ async fn a_subscriber_that_never_reads_costs_at_most_its_bound_and_delays_no_one
             let (server, client) = tcp_pair(&listener).await;
             let mut subscriber = hub.subscriber();
             subscriber.subscribe("feed");
-            let (_read, mut write) = server.split();
+            let (mut write, _read) = server.split();
             forwards.push(tokio::spawn(async move {
                 let ended = subscriber.forward(&mut write).await;
                 (ended, subscriber.stats(), _read)

@@ -164,7 +164,7 @@ async fn prepared_messages_follow_the_write_flush_contract_whole_and_split() {
             .all(|f| f.payload == [9u8; 4096])
     );
 
-    let (read, mut write) = ws.split();
+    let (mut write, read) = ws.split();
     write.write_prepared(&small).await.unwrap();
     write.flush().await.unwrap();
     let ws = read.reunite(write).unwrap();

@@ -33,7 +33,7 @@
 //! let server = WebSocketStream::from_raw_socket(server_io, Role::Server, Config::default());
 //! let mut subscriber = hub.subscriber();
 //! subscriber.subscribe("prices");
-//! let (_read, mut write) = server.split();
+//! let (mut write, _read) = server.split();
 //! let forwarding = tokio::spawn(async move { subscriber.forward(&mut write).await });
 //!
 //! let published = hub.publish("prices", &PreparedMessage::new(Message::text("EURUSD 1.0842"))).await;
