@@ -143,6 +143,12 @@ impl<S> WebSocket<S> {
         &self.context
     }
 
+    /// The subprotocol the opening handshake chose, if any
+    /// ([`WebSocketContext::subprotocol`]).
+    pub fn subprotocol(&self) -> Option<&str> {
+        self.context.subprotocol()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &Config {
         self.context.config()

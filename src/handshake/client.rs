@@ -112,7 +112,7 @@ fn bad_url(message: String) -> Error {
 }
 
 /// Checks `request` and adds the handshake headers it lacks.
-fn complete_request(mut request: Request<()>) -> Result<Request<()>> {
+pub(super) fn complete_request(mut request: Request<()>) -> Result<Request<()>> {
     if request.method() != Method::GET {
         let method = request.method();
         return Err(bad_url(format!(
@@ -533,7 +533,7 @@ fn check_response(
 /// this header field indicates the use of a subprotocol that was not
 /// present in the client's handshake [...], the client MUST _Fail the
 /// WebSocket Connection_."
-fn check_protocol(request: &HeaderMap, response: &HeaderMap) -> Result<(), HandshakeError> {
+pub(super) fn check_protocol(request: &HeaderMap, response: &HeaderMap) -> Result<(), HandshakeError> {
     let mut answers = response.get_all(SEC_WEBSOCKET_PROTOCOL).into_iter();
     let Some(chosen) = answers.next() else {
         return Ok(());
@@ -568,7 +568,7 @@ fn check_protocol(request: &HeaderMap, response: &HeaderMap) -> Result<(), Hands
 /// lockgate's own offer (see [`ClientHandshake::with_deflate`]) and the
 /// answer is checked against it. Without one, any accepted extension fails
 /// the handshake: an offer the caller wrote by hand cannot be honoured.
-fn check_extensions(
+pub(super) fn check_extensions(
     offered: GetAll<'_, HeaderValue>,
     accepted: GetAll<'_, HeaderValue>,
     deflate: Option<&DeflateConfig>,

@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Instant;
 
 use bytes::Bytes;
+use http::header::SEC_WEBSOCKET_PROTOCOL;
 use http::{Request, Response};
 
 use super::client::ClientHandshake;
@@ -299,12 +300,14 @@ impl<H> HandshakeDriver<H> {
                     .config
                     .take()
                     .expect("taken once, when the head is accepted");
-                let context = WebSocketContext::after_handshake(
+                let mut context = WebSocketContext::after_handshake(
                     self.role,
                     config,
                     accepted.deflate,
                     &accepted.leftover,
                 );
+                let chosen = accepted.response.headers().get(SEC_WEBSOCKET_PROTOCOL);
+                context.set_subprotocol(chosen.and_then(|value| value.to_str().ok()));
                 self.out = accepted.reply;
                 self.finish(Ok(Box::new(Opened {
                     context,
@@ -497,6 +500,45 @@ mod tests {
         };
         assert_eq!(opened.response.status(), StatusCode::SWITCHING_PROTOCOLS);
         assert_eq!(opened.request.uri(), "ws://example.com/chat");
+    }
+
+    #[test]
+    fn both_sides_record_the_chosen_subprotocol() {
+        let start = Instant::now();
+        let request = Request::get("ws://example.com/chat")
+            .header("sec-websocket-protocol", "chat.v1, chat.v2")
+            .body(())
+            .unwrap();
+        let mut client = HandshakeDriver::client(
+            ClientHandshake::new(request).unwrap(),
+            config(),
+            start,
+        );
+        let choose = |request: &Request<()>, mut response: Response<()>| {
+            let chosen = crate::handshake::choose_subprotocol(request, &["chat.v2"]).unwrap();
+            response
+                .headers_mut()
+                .insert("sec-websocket-protocol", chosen.parse().unwrap());
+            Ok(response)
+        };
+        let mut server = HandshakeDriver::server(ServerHandshake::new(choose), config(), start);
+        let Step::Transmit(request) = client.poll(start) else {
+            panic!("the request goes first")
+        };
+        server.receive(&request, start);
+        let Step::Transmit(response) = server.poll(start) else {
+            panic!("the 101")
+        };
+        let Step::Done(Ok(server_side)) = server.poll(start) else {
+            panic!()
+        };
+        assert!(matches!(client.poll(start), Step::Receive { .. }));
+        client.receive(&response, start);
+        let Step::Done(Ok(client_side)) = client.poll(start) else {
+            panic!()
+        };
+        assert_eq!(server_side.context.subprotocol(), Some("chat.v2"));
+        assert_eq!(client_side.context.subprotocol(), Some("chat.v2"));
     }
 
     #[test]

@@ -45,6 +45,7 @@
 mod accept_key;
 mod client;
 mod driver;
+mod extended_connect;
 mod head;
 mod options;
 mod server;
@@ -52,8 +53,11 @@ mod server;
 pub use accept_key::{derive_accept_key, generate_key};
 pub use client::{ClientHandshake, ClientHandshakeDone, IntoClientRequest};
 pub use driver::{HandshakeDriver, Opened, Step};
+pub use extended_connect::{
+    ExtendedConnect, WEBSOCKET_PROTOCOL, extended_connect_response, is_extended_connect,
+};
 pub use options::{ClientOptions, ServerOptions};
 pub use server::{
     Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone,
-    error_response_bytes, upgrade_response, upgrade_response_with_deflate,
+    choose_subprotocol, error_response_bytes, upgrade_response, upgrade_response_with_deflate,
 };

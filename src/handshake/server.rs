@@ -551,7 +551,7 @@ fn check_request<B>(request: &Request<B>) -> Result<&[u8], HandshakeError> {
 /// permessage-deflate is the only extension lockgate implements, and only
 /// with a deflate config; every other offer is declined (RFC 6455 section
 /// 9.1 lets the server ignore offers).
-fn negotiate_extensions(
+pub(super) fn negotiate_extensions(
     offers: GetAll<'_, HeaderValue>,
     deflate: Option<&DeflateConfig>,
 ) -> Option<(DeflateParams, HeaderValue)> {
@@ -638,21 +638,91 @@ fn serialize_response(response: &Response<()>) -> Vec<u8> {
     out
 }
 
+impl HandshakeError {
+    /// The HTTP response a server answers this failure with, for an HTTP
+    /// server that writes responses itself (hyper, axum): one call from an
+    /// [`upgrade_response`] or [`extended_connect_response`] error to what
+    /// to send. `version` is the request's: over HTTP/2 and later, where a
+    /// response cannot carry `Upgrade`, a version other than 13 is answered
+    /// with 400 instead of 426.
+    ///
+    /// - [`HandshakeError::Rejected`]: the callback's response as given,
+    ///   without its `Connection`, `Content-Length` and
+    ///   `Transfer-Encoding` (the server sets those).
+    /// - [`HandshakeError::UnsupportedVersion`]: 426 with
+    ///   `Sec-WebSocket-Version: 13` (RFC 6455 section 4.2.2) and, over
+    ///   HTTP/1.1, `Upgrade: websocket` with `Connection: Upgrade` (RFC 9110
+    ///   section 15.5.22 requires a 426 to carry `Upgrade`).
+    /// - Any other error: [`status`](Self::status) with a `text/plain` body
+    ///   naming the problem, or just the reason phrase for a 5xx.
+    ///
+    /// [`extended_connect_response`]: super::extended_connect_response
+    ///
+    /// # Examples
+    ///
+    /// With hyper, whose body types convert from `String`:
+    ///
+    /// ```
+    /// use lockgate::handshake::upgrade_response;
+    ///
+    /// let request = http::Request::get("/ws")
+    ///     .header("host", "example.com")
+    ///     .header("upgrade", "websocket")
+    ///     .header("connection", "upgrade")
+    ///     .header("sec-websocket-version", "8")
+    ///     .body(())
+    ///     .unwrap();
+    /// let error = upgrade_response(&request).unwrap_err();
+    /// let response = error.to_response(request.version()); // .map(Full::from) for hyper
+    /// assert_eq!(response.status(), 426);
+    /// assert_eq!(response.headers()["sec-websocket-version"], "13");
+    /// ```
+    pub fn to_response(&self, version: Version) -> Response<String> {
+        let mut response = Response::new(String::new());
+        let over_http2 = version >= Version::HTTP_2;
+        let status = match self {
+            HandshakeError::UnsupportedVersion if over_http2 => StatusCode::BAD_REQUEST,
+            _ => self.status(),
+        };
+        *response.status_mut() = status;
+        let headers = response.headers_mut();
+        let body = match self {
+            HandshakeError::Rejected(refusal) if !refusal.status().is_informational() => {
+                for (name, value) in refusal.headers() {
+                    if name != CONNECTION && name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
+                        headers.append(name, value.clone());
+                    }
+                }
+                refusal.body().as_deref().unwrap_or("").to_owned()
+            }
+            _ => {
+                headers.insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                );
+                if status.is_server_error() {
+                    format!("{}\n", status.canonical_reason().unwrap_or("Server Error"))
+                } else {
+                    format!("{self}\n")
+                }
+            }
+        };
+        if matches!(self, HandshakeError::UnsupportedVersion) {
+            headers.insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+            if !over_http2 {
+                headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
+                headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+            }
+        }
+        *response.body_mut() = body;
+        response
+    }
+}
+
 /// The bytes a server writes back before closing the connection when its
-/// handshake failed with `error`.
-///
-/// The status is [`HandshakeError::status`], with its reason phrase; the
-/// response always has `Connection: close` and a `Content-Length`.
-///
-/// - [`HandshakeError::Rejected`]: the callback's response as given (status,
-///   headers, body); its own `Connection`, `Content-Length` and
-///   `Transfer-Encoding` are replaced.
-/// - [`HandshakeError::UnsupportedVersion`] (426): also
-///   `Sec-WebSocket-Version: 13` (RFC 6455 section 4.2.2), and
-///   `Upgrade: websocket` with `Connection: Upgrade, close` (RFC 9110
-///   section 15.5.22 requires a 426 to carry `Upgrade`).
-/// - Any other error: a `text/plain` body naming the problem, or just the
-///   reason phrase for a 5xx.
+/// handshake failed with `error`: [`HandshakeError::to_response`] for
+/// HTTP/1.1, with its reason phrase, `Connection: close` (`Upgrade,
+/// close` on a 426) and a `Content-Length`.
 ///
 /// It is meant for the errors of [`ServerHandshake::receive`]; client-side
 /// errors map to a 400.
@@ -669,51 +739,61 @@ fn serialize_response(response: &Response<()>) -> Vec<u8> {
 /// assert!(text.contains("\r\nSec-WebSocket-Version: 13\r\n"));
 /// ```
 pub fn error_response_bytes(error: &HandshakeError) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
-    let status = error.status();
-    write_status_line(&mut out, status);
-    let mut headers = HeaderMap::new();
-    let body = match error {
-        HandshakeError::Rejected(refusal) if !refusal.status().is_informational() => {
-            for (name, value) in refusal.headers() {
-                if name != CONNECTION && name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
-                    headers.append(name, value.clone());
-                }
-            }
-            refusal.body().as_deref().unwrap_or("").to_owned()
-        }
-        _ => {
-            headers.insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
-            if status.is_server_error() {
-                format!("{}\n", status.canonical_reason().unwrap_or("Server Error"))
-            } else {
-                format!("{error}\n")
-            }
-        }
-    };
+    let mut response = error.to_response(Version::HTTP_11);
+    let status = response.status();
+    let headers = response.headers_mut();
     if matches!(error, HandshakeError::UnsupportedVersion) {
         headers.insert(CONNECTION, HeaderValue::from_static("Upgrade, close"));
-        headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
-        headers.insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
     } else {
         headers.insert(CONNECTION, HeaderValue::from_static("close"));
     }
     // RFC 9110 section 8.6: no Content-Length (and no body) in a 1xx or 204.
     let bodyless = status.is_informational() || status == StatusCode::NO_CONTENT;
     if !bodyless {
-        headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+        let length = HeaderValue::from(response.body().len());
+        response.headers_mut().insert(CONTENT_LENGTH, length);
     }
-    for (name, value) in &headers {
+    let mut out = Vec::with_capacity(256);
+    write_status_line(&mut out, status);
+    for (name, value) in response.headers() {
         head::write_header(&mut out, name, value);
     }
     out.extend_from_slice(b"\r\n");
     if !bodyless {
-        out.extend_from_slice(body.as_bytes());
+        out.extend_from_slice(response.body().as_bytes());
     }
     out
+}
+
+/// The subprotocol to answer an upgrade request with: the first of
+/// `supported` (the server's order of preference) that the client offered
+/// in `Sec-WebSocket-Protocol`, compared exactly. `None` if there is none
+/// in common; the connection then has no subprotocol (or refuse it, if
+/// one is required).
+///
+/// Put the result in the response's `Sec-WebSocket-Protocol`; the axum
+/// integration of tokio-lockgate does this for you.
+///
+/// # Examples
+///
+/// ```
+/// use lockgate::handshake::choose_subprotocol;
+///
+/// let request = http::Request::get("/ws")
+///     .header("sec-websocket-protocol", "chat.v1, chat.v2")
+///     .body(())
+///     .unwrap();
+/// assert_eq!(choose_subprotocol(&request, &["chat.v2", "chat.v1"]), Some("chat.v2"));
+/// assert_eq!(choose_subprotocol(&request, &["mqtt"]), None);
+/// ```
+pub fn choose_subprotocol<'s, B, P: AsRef<str>>(
+    request: &Request<B>,
+    supported: &'s [P],
+) -> Option<&'s str> {
+    supported.iter().map(AsRef::as_ref).find(|protocol| {
+        head::list_elements(request.headers(), SEC_WEBSOCKET_PROTOCOL)
+            .any(|offer| offer == protocol.as_bytes())
+    })
 }
 
 #[cfg(test)]

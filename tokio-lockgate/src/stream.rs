@@ -110,6 +110,12 @@ impl<S> WebSocketStream<S> {
         &self.core.context
     }
 
+    /// The subprotocol the opening handshake chose, if any
+    /// ([`WebSocketContext::subprotocol`]).
+    pub fn subprotocol(&self) -> Option<&str> {
+        self.core.context.subprotocol()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &Config {
         self.core.context.config()
