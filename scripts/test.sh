@@ -25,6 +25,8 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings (default features, TLS, no default features, bench-peers, interop)"
 cargo clippy --all-targets -- -D warnings
 cargo clippy -p tokio-lockgate --all-targets --features rustls -- -D warnings
+cargo clippy -p tokio-lockgate --all-targets --features hyper -- -D warnings
+cargo clippy -p tokio-lockgate --all-targets --features axum,rustls -- -D warnings
 cargo clippy -p lockgate --all-targets --no-default-features -- -D warnings
 cargo clippy -p bench-peers --all-targets -- -D warnings
 cargo clippy -p lockgate-interop --all-targets -- -D warnings
@@ -37,6 +39,7 @@ cargo clippy -p lockgate-fanout -p lockgate-loadgen --all-targets -- -D warnings
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate-fanout
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p tokio-lockgate --features axum,rustls
 
 step "cargo build and test, lockgate without default features (no permessage-deflate)"
 cargo build -p lockgate --no-default-features
@@ -47,7 +50,9 @@ step "cargo test (unit, integration, doc tests)"
 # autobahn-*, whose binaries would collide in a single build.
 cargo test -p lockgate
 cargo test -p tokio-lockgate
-cargo test -p tokio-lockgate --features rustls --test tls
+# Again with TLS and the axum/hyper integration: the wss:// tests, the
+# axum example over HTTP/1.1, h2c and h2 over TLS, and their doc tests.
+cargo test -p tokio-lockgate --features axum,rustls
 
 step "fuzz: seeds up to date, then every target for a bounded time (scripts/fuzz.sh)"
 (cd fuzz && cargo run --quiet --example gen_corpus -- --check)

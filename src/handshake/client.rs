@@ -533,7 +533,10 @@ fn check_response(
 /// this header field indicates the use of a subprotocol that was not
 /// present in the client's handshake [...], the client MUST _Fail the
 /// WebSocket Connection_."
-pub(super) fn check_protocol(request: &HeaderMap, response: &HeaderMap) -> Result<(), HandshakeError> {
+pub(super) fn check_protocol(
+    request: &HeaderMap,
+    response: &HeaderMap,
+) -> Result<(), HandshakeError> {
     let mut answers = response.get_all(SEC_WEBSOCKET_PROTOCOL).into_iter();
     let Some(chosen) = answers.next() else {
         return Ok(());

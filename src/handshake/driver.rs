@@ -509,11 +509,8 @@ mod tests {
             .header("sec-websocket-protocol", "chat.v1, chat.v2")
             .body(())
             .unwrap();
-        let mut client = HandshakeDriver::client(
-            ClientHandshake::new(request).unwrap(),
-            config(),
-            start,
-        );
+        let mut client =
+            HandshakeDriver::client(ClientHandshake::new(request).unwrap(), config(), start);
         let choose = |request: &Request<()>, mut response: Response<()>| {
             let chosen = crate::handshake::choose_subprotocol(request, &["chat.v2"]).unwrap();
             response

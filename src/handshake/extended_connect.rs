@@ -9,8 +9,7 @@
 //! alongside.
 
 use http::header::{
-    CONNECTION, HOST, SEC_WEBSOCKET_EXTENSIONS, SEC_WEBSOCKET_KEY,
-    SEC_WEBSOCKET_VERSION, UPGRADE,
+    CONNECTION, HOST, SEC_WEBSOCKET_EXTENSIONS, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_VERSION, UPGRADE,
 };
 use http::uri::{Authority, Scheme};
 use http::{Method, Request, Response, StatusCode, Uri, Version};

@@ -58,6 +58,6 @@ pub use extended_connect::{
 };
 pub use options::{ClientOptions, ServerOptions};
 pub use server::{
-    Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone,
-    choose_subprotocol, error_response_bytes, upgrade_response, upgrade_response_with_deflate,
+    Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone, choose_subprotocol,
+    error_response_bytes, upgrade_response, upgrade_response_with_deflate,
 };

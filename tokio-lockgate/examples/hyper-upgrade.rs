@@ -21,7 +21,7 @@ use std::convert::Infallible;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, SEC_WEBSOCKET_VERSION, UPGRADE};
+use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -29,7 +29,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio_lockgate::handshake::upgrade_response;
-use tokio_lockgate::{Config, Error, HandshakeError, Role, WebSocketStream};
+use tokio_lockgate::{Config, Error, Role, WebSocketStream};
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -81,7 +81,8 @@ fn upgrade(mut request: Request<Incoming>) -> Response<Full<Bytes>> {
     // why the request is not a valid upgrade.
     let switching = match upgrade_response(&request) {
         Ok(switching) => switching,
-        Err(err) => return refusal(&err),
+        // 400, or 426 with `Sec-WebSocket-Version: 13`, in one call.
+        Err(err) => return err.to_response(request.version()).map(Full::from),
     };
     // Resolves once the 101 is written and hyper lets go of the connection.
     let on_upgrade = hyper::upgrade::on(&mut request);
@@ -125,23 +126,6 @@ where
             Err(err) => return Err(err),
         }
     }
-}
-
-/// The answer to a request that is not a valid upgrade: the error's
-/// status (400, or 426 for a version other than 13) and its description.
-fn refusal(err: &HandshakeError) -> Response<Full<Bytes>> {
-    let status = err.status();
-    let mut response = text(status, &format!("{err}\n"));
-    if status == StatusCode::UPGRADE_REQUIRED {
-        // RFC 6455 section 4.2.2 asks for the versions we speak; RFC 9110
-        // section 15.5.22 for `Upgrade` on a 426, and section 7.8 for
-        // `Connection: upgrade` alongside it.
-        let headers = response.headers_mut();
-        headers.insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
-        headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
-        headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
-    }
-    response
 }
 
 /// A `text/plain` response.

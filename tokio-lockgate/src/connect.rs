@@ -229,11 +229,13 @@ where
         .trim_end_matches(']')
         .to_owned();
     let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
-    let connection = async {
+    // On the heap: a TLS handshake's state is large, and a task that
+    // connects and then serves the connection would carry it for life.
+    let connection = Box::pin(async {
         let tcp = TcpStream::connect((host.as_str(), port)).await?;
         tcp.set_nodelay(true)?;
         wrap_stream(tcp, secure, &host, tls.into_connector()).await
-    };
+    });
     let mut stream = until(handshake.deadline(), connection)
         .await
         .ok_or(Error::Timeout(TimeoutKind::Handshake))??;

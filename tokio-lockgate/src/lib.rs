@@ -65,12 +65,16 @@
 //! every subscriber of a topic, each connection with its own bounded queue,
 //! a slow-consumer policy, and one flush per burst.
 
+#[cfg(feature = "axum")]
+pub mod axum;
 mod connect;
 mod core;
 pub mod hub;
 mod split;
 mod stream;
 mod tls;
+#[cfg(feature = "hyper")]
+pub mod upgrade;
 
 pub use connect::{
     IntoConnector, accept_async, accept_async_with, accept_hdr_async, client_async,

@@ -5,6 +5,7 @@
 
 #[path = "../../../tests/support/mod.rs"]
 mod core_support;
+pub mod programs;
 
 use std::io::{self, IoSlice, Read, Write};
 use std::pin::Pin;

@@ -1,0 +1,127 @@
+//! An axum server with a WebSocket echo at `/ws`, over HTTP/1.1 and
+//! HTTP/2, compression offered, subprotocol `echo.v1` chosen when the
+//! client offers it.
+//!
+//! ```text
+//! cargo run -p tokio-lockgate --features axum --example axum -- 127.0.0.1:3000
+//! cargo run -p tokio-lockgate --features axum --example axum -- 127.0.0.1:3443 --tls
+//! ```
+//!
+//! Plain: HTTP/1.1, and HTTP/2 with prior knowledge (h2c). With `--tls`:
+//! a self-signed certificate made at start (printed as PEM, for clients
+//! to trust) and ALPN `h2` and `http/1.1`. Over HTTP/2 the server
+//! advertises extended CONNECT (RFC 8441), so a browser holding an HTTP/2
+//! connection to it (after loading `/`) opens the WebSocket on it.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::response::{Html, Response};
+use axum::routing::{any, get};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio_lockgate::axum::{WebSocket, WebSocketUpgrade};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+/// The WebSocket endpoint: the whole integration is these lines.
+async fn ws(upgrade: WebSocketUpgrade) -> Response {
+    upgrade
+        .protocols(["echo.v1"])
+        .deflate(true)
+        .on_upgrade(echo)
+}
+
+/// Echoes every text and binary message until the connection closes.
+async fn echo(mut ws: WebSocket) {
+    while let Ok(message) = ws.read().await {
+        if message.is_data() && ws.send(message).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// A page whose script opens the echo and reports what it saw in the
+/// title: `echo ok <subprotocol> <extensions>` or `echo failed`.
+async fn index() -> Html<&'static str> {
+    Html(
+        r#"<!doctype html><title>loading</title><script>
+const ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/ws", ["echo.v1"]);
+ws.onopen = () => ws.send("hello over " + location.protocol);
+ws.onmessage = (e) => { document.title = "echo ok " + ws.protocol + " " + ws.extensions; ws.close(); };
+ws.onerror = () => { document.title = "echo failed"; };
+</script>"#,
+    )
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let mut addr = "127.0.0.1:3000".to_owned();
+    let mut tls = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--tls" => tls = true,
+            "-h" | "--help" => {
+                println!("usage: axum [ADDR] [--tls]");
+                return Ok(());
+            }
+            _ => addr = arg,
+        }
+    }
+    // `any`: an HTTP/1.1 upgrade is a GET, an HTTP/2 one a CONNECT.
+    let app = Router::new().route("/", get(index)).route("/ws", any(ws));
+    let listener = TcpListener::bind(&addr).await?;
+    let local = listener.local_addr()?;
+    if !tls {
+        println!(
+            "listening on http://{local}/ (WebSocket echo at ws://{local}/ws, HTTP/1.1 and h2c)"
+        );
+        // axum::serve speaks HTTP/1.1 and h2c and enables extended CONNECT.
+        return axum::serve(listener, app).await;
+    }
+
+    let (acceptor, certificate_pem) = self_signed_tls(local.ip().to_string())?;
+    println!("{certificate_pem}");
+    println!(
+        "listening on https://{local}/ (WebSocket echo at wss://{local}/ws, ALPN h2 and http/1.1)"
+    );
+    loop {
+        let (tcp, peer) = listener.accept().await?;
+        let acceptor = acceptor.clone();
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let tls = match acceptor.accept(tcp).await {
+                Ok(tls) => tls,
+                Err(error) => return eprintln!("{peer}: TLS failed: {error}"),
+            };
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder.http2().enable_connect_protocol();
+            if let Err(error) = builder
+                .serve_connection_with_upgrades(TokioIo::new(tls), service)
+                .await
+            {
+                eprintln!("{peer}: HTTP connection failed: {error}");
+            }
+        });
+    }
+}
+
+/// A TLS acceptor with a certificate for `localhost` and `ip`, made now,
+/// offering HTTP/2 first; and the certificate as PEM.
+fn self_signed_tls(ip: String) -> std::io::Result<(TlsAcceptor, String)> {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), ip])
+        .map_err(std::io::Error::other)?;
+    let key = PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der());
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .with_no_client_auth()
+        .with_single_cert(vec![certified.cert.der().clone()], PrivateKeyDer::from(key))
+        .map_err(std::io::Error::other)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok((TlsAcceptor::from(Arc::new(config)), certified.cert.pem()))
+}
