@@ -8,7 +8,7 @@
 # loadgen's broadcast mode, scripts/fanout-test.sh), and Autobahn in both
 # modes through both drivers. It installs what it needs on a fresh machine:
 # the Autobahn runner's venv (PyPI), the interop peers (PyPI, npm registry)
-# and nats-server (Debian's packages).
+# nats-server and tinyproxy (Debian's packages).
 #
 # A plain `cargo test` runs everything of the default members that needs
 # nothing but cargo: lockgate-interop, lockgate-fanout, lockgate-loadgen and
@@ -44,6 +44,12 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p tokio-lockgate --features axum
 step "cargo build and test, lockgate without default features (no permessage-deflate)"
 cargo build -p lockgate --no-default-features
 cargo test -p lockgate --no-default-features
+
+step "install the HTTP proxy the proxy tests tunnel through (tinyproxy)"
+bash scripts/install-proxy.sh
+# From here on, a missing tinyproxy fails the proxy tests instead of
+# skipping them.
+export LOCKGATE_REQUIRE_TINYPROXY=1
 
 step "cargo test (unit, integration, doc tests)"
 # One package per invocation: both have examples named client, echo-server,

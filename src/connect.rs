@@ -19,9 +19,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, HandshakeError, Result, TimeoutKind};
-use crate::handshake::{
-    Callback, ClientOptions, HandshakeDriver, IntoClientRequest, Opened, ServerOptions, Step,
-};
+use crate::handshake::{Callback, ClientOptions, Exchange, IntoClientRequest, ServerOptions, Step};
 use crate::read_timeout::{self, ReadTimer};
 use crate::websocket::WebSocket;
 
@@ -142,28 +140,31 @@ impl ClientOptions {
         self,
         request: R,
     ) -> Result<(WebSocket<TcpStream>, http::Response<()>)> {
+        let options = self.clone();
         let handshake = self.handshake(request, Instant::now())?;
         let uri = handshake.get_ref().request().uri();
-        if !uri
-            .scheme_str()
-            .is_some_and(|s| s.eq_ignore_ascii_case("ws"))
-        {
-            return Err(
-                HandshakeError::BadUrl(format!("{uri}: connect supports ws:// only")).into(),
-            );
+        let route = options.route(uri)?;
+        if route.secure {
+            return Err(HandshakeError::BadUrl(format!(
+                "{uri}: connect supports ws:// only (wrap a TLS stream and use client)"
+            ))
+            .into());
         }
-        let host = uri
-            .host()
-            .ok_or_else(|| HandshakeError::BadUrl(format!("{uri}: no host")))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = uri.port_u16().unwrap_or(80);
         let deadline = handshake.deadline();
-        let mut stream = connect_tcp(host, port, deadline)?;
+        let (hop_host, hop_port) = route.first_hop();
+        let mut stream = match connect_tcp(hop_host, hop_port, deadline) {
+            Err(Error::Io(error)) => return Err(route.connect_error(error)),
+            other => other?,
+        };
         stream.set_nodelay(true)?;
         // Reads are bounded by `drive`; the request's write by this.
         let left = deadline.map(|deadline| read_timeout::until(deadline, Instant::now()));
         stream.set_write_timeout(left)?;
-        let opened = drive(&mut stream, handshake);
+        let opened = match &route.proxy {
+            Some(proxy) => drive(&mut stream, proxy.tunnel(&route.host, route.port, deadline))
+                .and_then(|()| drive(&mut stream, handshake)),
+            None => drive(&mut stream, handshake),
+        };
         stream.set_write_timeout(None)?;
         let opened = opened?;
         Ok((
@@ -173,27 +174,27 @@ impl ClientOptions {
     }
 }
 
-/// Runs `handshake` over `stream` until it is over, then clears any read
-/// timeout it set.
-fn drive<S: Read + Write + 'static, H>(
+/// Runs `exchange` (a handshake, or a proxy's CONNECT) over `stream`
+/// until it is over, then clears any read timeout it set.
+fn drive<S: Read + Write + 'static, E: Exchange<Outcome = Result<T>>, T>(
     stream: &mut S,
-    mut handshake: HandshakeDriver<H>,
-) -> Result<Box<Opened>> {
+    mut exchange: E,
+) -> Result<T> {
     let mut read_timer = ReadTimer::for_stream();
-    let opened = run(stream, &mut handshake, &mut read_timer);
+    let outcome = run(stream, &mut exchange, &mut read_timer);
     let cleared = read_timer.disarm(stream);
-    if opened.is_ok() {
+    if outcome.is_ok() {
         cleared?;
     }
-    opened
+    outcome
 }
 
-/// The handshake loop: does what each step says, reports what happened.
-fn run<S: Read + Write, H>(
+/// The one loop: does what each step says, reports what happened.
+fn run<S: Read + Write, E: Exchange>(
     stream: &mut S,
-    handshake: &mut HandshakeDriver<H>,
+    handshake: &mut E,
     read_timer: &mut ReadTimer<S>,
-) -> Result<Box<Opened>> {
+) -> E::Outcome {
     let mut buf = [0u8; HANDSHAKE_READ];
     loop {
         match handshake.poll(Instant::now()) {

@@ -284,6 +284,10 @@ pub enum HandshakeError {
     /// The stream ended during the handshake.
     #[error("stream ended during the handshake")]
     UnexpectedEof,
+    /// The HTTP proxy did not open a tunnel to the server: its status
+    /// (407: credentials missing or refused) and the start of its body.
+    #[error("{0}")]
+    ProxyRefused(Box<crate::handshake::ProxyRefusal>),
 }
 
 impl HandshakeError {

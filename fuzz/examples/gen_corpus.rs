@@ -549,6 +549,46 @@ fn frame_header(corpus: &mut Corpus) {
     );
 }
 
+/// Proxy answers to CONNECT: accepted in HTTP/1.0 and 1.1, refused,
+/// split across reads, and followed by stray bytes.
+fn proxy_tunnel(corpus: &mut Corpus) {
+    let answers: [(&str, &[u8]); 5] = [
+        ("ok_11", b"HTTP/1.1 200 Connection established\r\n\r\n"),
+        (
+            "ok_10",
+            b"HTTP/1.0 200 Connection established\r\nProxy-agent: x\r\n\r\n",
+        ),
+        (
+            "auth",
+            b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\n\r\n",
+        ),
+        (
+            "forbidden_body",
+            b"HTTP/1.0 403 Forbidden\r\nContent-Length: 9\r\n\r\n<b>no</b>",
+        ),
+        ("stray_bytes", b"HTTP/1.1 200 OK\r\n\r\n\x16\x03\x01"),
+    ];
+    for (name, answer) in answers {
+        add(
+            corpus,
+            "proxy_tunnel",
+            name,
+            [&[0, 0][..], &Shape::default().encode(), answer].concat(),
+        );
+    }
+    let split = Shape {
+        chunk_a: 3,
+        chunk_b: 7,
+        ..Shape::default()
+    };
+    add(
+        corpus,
+        "proxy_tunnel",
+        "ok_split",
+        [&[0, 0][..], &split.encode(), answers[0].1].concat(),
+    );
+}
+
 fn main() {
     let check = std::env::args().any(|a| a == "--check");
     let mut corpus = Corpus::new();
@@ -559,6 +599,7 @@ fn main() {
     extension_params(&mut corpus);
     roundtrip(&mut corpus);
     write_faults(&mut corpus);
+    proxy_tunnel(&mut corpus);
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
     let mut stale = Vec::<PathBuf>::new();

@@ -154,9 +154,13 @@ enum State {
 }
 
 /// What [`HandshakeDriver::poll`] asks the driver to do next.
+///
+/// `T` is what the exchange ends with: the opened connection for a
+/// [`HandshakeDriver`], the tunnel for a
+/// [`ProxyTunnel`](super::ProxyTunnel).
 #[derive(Debug)]
 #[must_use = "the handshake only progresses if the driver does what the step says"]
-pub enum Step {
+pub enum Step<T = Result<Box<Opened>>> {
     /// Write all of these bytes to the connection and flush it. If that
     /// fails, report it with [`HandshakeDriver::transmit_failed`].
     Transmit(Vec<u8>),
@@ -172,7 +176,57 @@ pub enum Step {
     /// should be dropped. (Boxed: a driver that keeps its handshake inside
     /// a long-lived future or struct should not carry a whole connection
     /// state next to the connection.)
-    Done(Result<Box<Opened>>),
+    Done(T),
+}
+
+/// An exchange of HTTP heads over a connection, sans-IO, under one
+/// deadline: what a driver's single loop runs. [`HandshakeDriver`] (the
+/// opening handshake) and [`ProxyTunnel`](super::ProxyTunnel) (a CONNECT
+/// through an HTTP proxy) are exchanges; the calling contract is
+/// [`HandshakeDriver`]'s.
+pub trait Exchange {
+    /// What [`Step::Done`] carries.
+    type Outcome;
+    /// What to do next.
+    fn poll(&mut self, now: Instant) -> Step<Self::Outcome>;
+    /// Bytes read from the connection (empty: the end of the stream).
+    fn receive(&mut self, input: &[u8], now: Instant);
+    /// Reading failed.
+    fn read_failed(&mut self, error: Error, now: Instant);
+    /// Writing the last [`Step::Transmit`] failed.
+    fn transmit_failed(&mut self, error: Error);
+    /// A wait was cut short by the deadline.
+    fn handle_timeout(&mut self, now: Instant);
+    /// When the exchange times out; `None` if it never does.
+    fn deadline(&self) -> Option<Instant>;
+}
+
+impl<H> Exchange for HandshakeDriver<H> {
+    type Outcome = Result<Box<Opened>>;
+
+    fn poll(&mut self, now: Instant) -> Step {
+        HandshakeDriver::poll(self, now)
+    }
+
+    fn receive(&mut self, input: &[u8], now: Instant) {
+        HandshakeDriver::receive(self, input, now);
+    }
+
+    fn read_failed(&mut self, error: Error, now: Instant) {
+        HandshakeDriver::read_failed(self, error, now);
+    }
+
+    fn transmit_failed(&mut self, error: Error) {
+        HandshakeDriver::transmit_failed(self, error);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        HandshakeDriver::handle_timeout(self, now);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        HandshakeDriver::deadline(self)
+    }
 }
 
 /// A completed opening handshake: the connection's protocol state and the
@@ -503,6 +557,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::result_large_err,
+        reason = "a callback returns ErrorResponse by value"
+    )]
     fn both_sides_record_the_chosen_subprotocol() {
         let start = Instant::now();
         let request = Request::get("ws://example.com/chat")

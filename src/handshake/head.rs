@@ -41,6 +41,9 @@ enum HeadKind {
     Request,
     /// `HTTP/1.1 <3 digits>[ <reason>]`: what a client reads.
     Response,
+    /// `HTTP/1.0` or `HTTP/1.1`, then as [`HeadKind::Response`]: what an
+    /// HTTP proxy answers a CONNECT with (many answer in HTTP/1.0).
+    ProxyResponse,
 }
 
 /// Where the scan is in the grammar of a head. Every byte other than LF
@@ -164,6 +167,11 @@ impl HeadReader {
         Self::new(HeadKind::Response)
     }
 
+    /// An empty reader for an HTTP proxy's response to CONNECT.
+    pub(crate) fn proxy_response() -> Self {
+        Self::new(HeadKind::ProxyResponse)
+    }
+
     fn new(kind: HeadKind) -> Self {
         Self {
             kind,
@@ -248,13 +256,13 @@ impl HeadReader {
         Ok(match self.grammar {
             G::Cr { .. } => return Err(E::NewLine.into()),
             G::Leading if self.kind == HeadKind::Request => method(0, byte)?,
-            G::Leading => status_version(0, byte)?,
+            G::Leading => status_version(self.kind, 0, byte)?,
             G::Method(i) => method(i, byte)?,
             G::Target(n) if is_target_byte(byte) => G::Target(n + 1),
             G::Target(n) if byte == b' ' && n > 0 => G::Version(0),
             G::Target(_) => return Err(E::Token.into()),
             G::Version(i) if self.kind == HeadKind::Request => request_version(i, byte)?,
-            G::Version(i) => status_version(i, byte)?,
+            G::Version(i) => status_version(self.kind, i, byte)?,
             G::LineEnd => return Err(E::NewLine.into()),
             G::Code(i) if i < 3 && byte.is_ascii_digit() => G::Code(i + 1),
             G::Code(3) if byte == b' ' => G::Reason,
@@ -272,7 +280,7 @@ impl HeadReader {
     fn misplaced_line_end(&self) -> HandshakeError {
         use httparse::Error as E;
         match self.grammar {
-            Grammar::Version(_) if self.kind == HeadKind::Response => not_http11_response(),
+            Grammar::Version(_) if self.kind != HeadKind::Request => not_http11_response(),
             Grammar::Version(_) => E::Version.into(),
             Grammar::Code(_) => E::Status.into(),
             Grammar::Name(_) => E::HeaderName.into(),
@@ -342,9 +350,11 @@ fn request_version(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
 
 /// The status line's version, `i` bytes of `HTTP/1.1 ` matched, taking
 /// `byte`.
-fn status_version(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
+/// A proxy's may also be `HTTP/1.0 `.
+fn status_version(kind: HeadKind, i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
+    let http10 = kind == HeadKind::ProxyResponse && i == 7 && byte == b'0';
     match STATUS_VERSION.get(i) {
-        Some(&expected) if expected == byte => Ok(if i + 1 == STATUS_VERSION.len() {
+        Some(&expected) if expected == byte || http10 => Ok(if i + 1 == STATUS_VERSION.len() {
             Grammar::Code(0)
         } else {
             Grammar::Version(i + 1)

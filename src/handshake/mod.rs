@@ -48,15 +48,17 @@ mod driver;
 mod extended_connect;
 mod head;
 mod options;
+mod proxy;
 mod server;
 
 pub use accept_key::{derive_accept_key, generate_key};
 pub use client::{ClientHandshake, ClientHandshakeDone, IntoClientRequest};
-pub use driver::{HandshakeDriver, Opened, Step};
+pub use driver::{Exchange, HandshakeDriver, Opened, Step};
 pub use extended_connect::{
     ExtendedConnect, WEBSOCKET_PROTOCOL, extended_connect_response, is_extended_connect,
 };
-pub use options::{ClientOptions, ServerOptions};
+pub use options::{ClientOptions, Route, ServerOptions};
+pub use proxy::{Proxy, ProxyRefusal, ProxyTunnel};
 pub use server::{
     Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone, choose_subprotocol,
     error_response_bytes, upgrade_response, upgrade_response_with_deflate,

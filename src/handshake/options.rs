@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use super::client::{ClientHandshake, IntoClientRequest};
 use super::driver::HandshakeDriver;
+use super::proxy::Proxy;
 use super::server::{Callback, NoCallback, ServerHandshake};
 use crate::config::Config;
 use crate::error::Result;
@@ -108,6 +109,68 @@ impl<C: Callback> ServerOptions<C> {
 pub struct ClientOptions<T = ()> {
     config: Config,
     tls: T,
+    proxy: ProxySetting,
+}
+
+/// Which proxy [`ClientOptions`] connect through.
+#[derive(Debug, Clone, Default)]
+enum ProxySetting {
+    /// Straight to the server.
+    #[default]
+    Direct,
+    /// Through this one.
+    Explicit(Proxy),
+    /// Through the one the environment names for the URL, if any.
+    FromEnv,
+}
+
+/// Where a client connects for a URL: the server's host and port, whether
+/// it is `wss://`, and the proxy to go through, if any. Drivers connect to
+/// [`first_hop`](Self::first_hop), run the proxy's
+/// [`tunnel`](Proxy::tunnel) if there is one, then TLS for `wss://`, then
+/// the handshake.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Route {
+    /// The server's host (IPv6 addresses without brackets).
+    pub host: String,
+    /// The server's port.
+    pub port: u16,
+    /// `wss://`: TLS to the server (through the tunnel, if any).
+    pub secure: bool,
+    /// The HTTP proxy to tunnel through.
+    pub proxy: Option<Proxy>,
+}
+
+impl Route {
+    /// The address the TCP connection goes to: the proxy's, or the
+    /// server's.
+    pub fn first_hop(&self) -> (&str, u16) {
+        match &self.proxy {
+            Some(proxy) => (proxy.host(), proxy.port()),
+            None => (&self.host, self.port),
+        }
+    }
+
+    /// `error`, from resolving or connecting to the first hop, with the
+    /// hop named in its message ("connecting to proxy proxy:3128 for
+    /// example.com:443: Connection refused"). The kind is kept.
+    pub fn connect_error(&self, error: std::io::Error) -> crate::Error {
+        let (host, port) = self.first_hop();
+        let hop = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let message = match &self.proxy {
+            Some(_) => format!(
+                "connecting to proxy {hop} for {}:{}: {error}",
+                self.host, self.port
+            ),
+            None => format!("connecting to {hop}: {error}"),
+        };
+        crate::Error::Io(std::io::Error::new(error.kind(), message))
+    }
 }
 
 impl ClientOptions {
@@ -131,7 +194,62 @@ impl<T> ClientOptions<T> {
         ClientOptions {
             config: self.config,
             tls,
+            proxy: self.proxy,
         }
+    }
+
+    /// Connects through the HTTP proxy `proxy` (CONNECT, RFC 9110 section
+    /// 9.3.6), for `ws://` and `wss://` alike. The proxy's answer counts
+    /// against the handshake deadline. Default: no proxy.
+    pub fn proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = ProxySetting::Explicit(proxy);
+        self
+    }
+
+    /// Connects through the proxy the environment names for each URL
+    /// ([`Proxy::from_env`]: `https_proxy`, `http_proxy`, `all_proxy`,
+    /// `no_proxy` and their upper-case forms), directly if none. Not the
+    /// default: the environment is read only when asked.
+    pub fn proxy_from_env(mut self) -> Self {
+        self.proxy = ProxySetting::FromEnv;
+        self
+    }
+
+    /// Where to connect for `uri`, a `ws://` or `wss://` URL (the request
+    /// of a handshake from [`handshake`](ClientOptions::handshake)).
+    ///
+    /// # Errors
+    ///
+    /// [`HandshakeError::BadUrl`](crate::HandshakeError::BadUrl) for a URL
+    /// without a host or with another scheme, and for an unusable proxy in
+    /// the environment.
+    pub fn route(&self, uri: &http::Uri) -> Result<Route> {
+        let bad = |why: &str| -> crate::Error {
+            crate::HandshakeError::BadUrl(format!("{uri}: {why}")).into()
+        };
+        let secure = match uri.scheme_str() {
+            Some(s) if s.eq_ignore_ascii_case("ws") => false,
+            Some(s) if s.eq_ignore_ascii_case("wss") => true,
+            _ => return Err(bad("expected ws:// or wss://")),
+        };
+        let host = uri
+            .host()
+            .filter(|host| !host.is_empty())
+            .ok_or_else(|| bad("no host"))?;
+        let proxy = match &self.proxy {
+            ProxySetting::Direct => None,
+            ProxySetting::Explicit(proxy) => Some(proxy.clone()),
+            ProxySetting::FromEnv => Proxy::from_env(uri)?,
+        };
+        Ok(Route {
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            port: uri.port_u16().unwrap_or(if secure { 443 } else { 80 }),
+            secure,
+            proxy,
+        })
     }
 
     /// See [`ClientOptions::config`].
@@ -145,6 +263,7 @@ impl<T> ClientOptions<T> {
             ClientOptions {
                 config: self.config,
                 tls: (),
+                proxy: self.proxy,
             },
             self.tls,
         )

@@ -10,6 +10,7 @@
 mod counting_alloc;
 mod handshake_peers;
 mod raw_peer;
+pub mod tinyproxy;
 
 pub use counting_alloc::{CountingAlloc, HeapUse};
 pub use handshake_peers::*;

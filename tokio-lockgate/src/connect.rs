@@ -10,8 +10,8 @@ use std::future::Future;
 use std::io;
 use std::time::Instant;
 
-use lockgate::handshake::{Callback, HandshakeDriver, IntoClientRequest, Opened, Step};
-use lockgate::{ClientOptions, Error, HandshakeError, Result, ServerOptions, TimeoutKind, http};
+use lockgate::handshake::{Callback, Exchange, IntoClientRequest, Step};
+use lockgate::{ClientOptions, Error, Result, ServerOptions, TimeoutKind, http};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -45,7 +45,7 @@ where
 ///
 /// # Errors
 ///
-/// As for [`accept_async`]; a refusal is [`HandshakeError::Rejected`],
+/// As for [`accept_async`]; a refusal is [`HandshakeError::Rejected`](crate::HandshakeError::Rejected),
 /// after the callback's response was written.
 pub async fn accept_hdr_async<S, C>(stream: S, callback: C) -> Result<WebSocketStream<S>>
 where
@@ -137,7 +137,7 @@ where
 ///
 /// # Errors
 ///
-/// [`HandshakeError::BadUrl`] for an unusable URL (or `wss://` without
+/// [`HandshakeError::BadUrl`](crate::HandshakeError::BadUrl) for an unusable URL (or `wss://` without
 /// TLS support), [`Error::Io`] for resolution, connection and TLS
 /// failures, [`Error::Timeout`] when the deadline passes, and the errors of
 /// [`client_async`].
@@ -214,27 +214,23 @@ where
     T: IntoConnector,
 {
     let (options, tls) = options.split_tls();
+    let planner = options.clone();
     let handshake = options.handshake(request, now())?;
-    let uri = handshake.get_ref().request().uri();
-    let secure = match uri.scheme_str() {
-        Some(s) if s.eq_ignore_ascii_case("ws") => false,
-        Some(s) if s.eq_ignore_ascii_case("wss") => true,
-        _ => return Err(HandshakeError::BadUrl(format!("{uri}: expected ws:// or wss://")).into()),
-    };
-    let host = uri
-        .host()
-        .ok_or_else(|| HandshakeError::BadUrl(format!("{uri}: no host")))?;
-    let host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+    let route = planner.route(handshake.get_ref().request().uri())?;
+    let deadline = handshake.deadline();
     // On the heap: a TLS handshake's state is large, and a task that
     // connects and then serves the connection would carry it for life.
     let connection = Box::pin(async {
-        let tcp = TcpStream::connect((host.as_str(), port)).await?;
+        let (hop_host, hop_port) = route.first_hop();
+        let tcp = TcpStream::connect((hop_host, hop_port))
+            .await
+            .map_err(|error| route.connect_error(error))?;
         tcp.set_nodelay(true)?;
-        wrap_stream(tcp, secure, &host, tls.into_connector()).await
+        let mut tcp = tcp;
+        if let Some(proxy) = &route.proxy {
+            drive(&mut tcp, proxy.tunnel(&route.host, route.port, deadline)).await?;
+        }
+        wrap_stream(tcp, route.secure, &route.host, tls.into_connector()).await
     });
     let mut stream = until(handshake.deadline(), connection)
         .await
@@ -246,10 +242,12 @@ where
     ))
 }
 
-/// The handshake loop: does what each step says, reports what happened.
-async fn drive<S, H>(stream: &mut S, mut handshake: HandshakeDriver<H>) -> Result<Box<Opened>>
+/// The one loop for every exchange (a handshake, or a proxy's CONNECT):
+/// does what each step says, reports what happened.
+async fn drive<S, E>(stream: &mut S, mut handshake: E) -> E::Outcome
 where
     S: AsyncRead + AsyncWrite + Unpin,
+    E: Exchange,
 {
     // On the heap: a future holding the buffer would keep its size for
     // the life of the task that awaited it.

@@ -4,6 +4,8 @@
 //! (or does not trust) that certificate. Every test is bounded in time.
 #![cfg(feature = "rustls")]
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +14,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
+use tokio_lockgate::handshake::Proxy;
 use tokio_lockgate::{
     Bytes, ClientOptions, CloseCode, CloseFrame, Config, Connector, Error, HandshakeError,
     MaybeTlsStream, Message, WebSocketStream,
@@ -316,6 +319,34 @@ async fn wss_without_a_connector_uses_the_default_roots_or_says_what_is_missing(
             }
             server.abort();
         }
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test]
+async fn wss_through_an_http_proxy() {
+    let Some(proxy) = support::tinyproxy::TinyProxy::start(Default::default()) else {
+        return;
+    };
+    timeout(LIMIT, async {
+        let (cert, key) = self_signed(&["127.0.0.1"]);
+        let (listener, addr) = listen("127.0.0.1").await.unwrap();
+        let server = serve_one(listener, cert.clone(), key);
+        let options = ClientOptions::new()
+            .proxy(Proxy::http(&proxy.url(None)).unwrap())
+            .tls(Connector::Rustls(client_config(Some(&cert))));
+        let url = format!("wss://{addr}/");
+        let (mut ws, _) = tokio_lockgate::connect_async_with(url.as_str(), options)
+            .await
+            .unwrap();
+        // The TCP connection is the proxy's; TLS runs inside the tunnel.
+        assert_eq!(
+            ws.get_ref().get_ref().peer_addr().unwrap().port(),
+            proxy.port()
+        );
+        let sent = exchange(&mut ws).await;
+        assert_eq!(server.await.unwrap().unwrap(), sent);
     })
     .await
     .expect("test timed out");

@@ -6,6 +6,7 @@
 #[path = "../../../tests/support/mod.rs"]
 mod core_support;
 pub mod programs;
+pub use core_support::tinyproxy;
 
 use std::io::{self, IoSlice, Read, Write};
 use std::pin::Pin;
