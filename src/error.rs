@@ -44,8 +44,9 @@ pub enum Error {
     /// prepared message is handed back; nothing of it was written.
     #[error("write buffer full")]
     WriteBufferFullPrepared(PreparedMessage),
-    /// The opening handshake failed.
-    #[error("handshake failed: {0}")]
+    /// The opening handshake failed, or could not start (a bad URL, a
+    /// proxy's refusal). Its message says which.
+    #[error("{0}")]
     Handshake(#[from] HandshakeError),
     /// A payload read as text ([`Message::to_text`],
     /// [`Message::into_text`]) is not UTF-8. The connection is unaffected.
@@ -250,19 +251,19 @@ impl CapacityError {
 #[non_exhaustive]
 pub enum HandshakeError {
     /// The HTTP message could not be parsed.
-    #[error("malformed HTTP: {0}")]
+    #[error("malformed HTTP in the WebSocket handshake: {0}")]
     Parse(#[from] httparse::Error),
     /// The request head is larger than the server accepts (431).
-    #[error("request head too large")]
+    #[error("the WebSocket upgrade request's head is too large")]
     HeadTooLarge,
     /// The request is not a valid WebSocket upgrade (400).
-    #[error("bad upgrade request: {0}")]
+    #[error("bad WebSocket upgrade request: {0}")]
     BadRequest(&'static str),
     /// The client asked for a WebSocket version other than 13 (426).
-    #[error("unsupported Sec-WebSocket-Version")]
+    #[error("unsupported Sec-WebSocket-Version (only 13 is spoken)")]
     UnsupportedVersion,
     /// The server's callback refused the request with this response.
-    #[error("request rejected with status {}", .0.status())]
+    #[error("WebSocket upgrade request rejected with status {}", .0.status())]
     Rejected(Box<http::Response<Option<String>>>),
     /// The server's callback returned a response that would break the
     /// handshake: a status other than 101, a changed `Connection`, `Upgrade`
@@ -271,18 +272,20 @@ pub enum HandshakeError {
     /// server (500).
     #[error("invalid response from the handshake callback: {0}")]
     InvalidCallbackResponse(&'static str),
-    /// The server answered with something other than a valid 101.
-    #[error("unexpected response with status {}", .0.status())]
-    UnexpectedResponse(Box<http::Response<Option<Vec<u8>>>>),
+    /// The server answered with something other than a valid 101 (or, over
+    /// HTTP/2, a 2xx): the response, with the start of its body that came
+    /// with the head (`None` if none did).
+    #[error("{}", unexpected_response(.0))]
+    UnexpectedResponse(Box<http::Response<Option<bytes::Bytes>>>),
     /// The 101 response broke the protocol (missing headers, wrong accept
     /// key, a subprotocol or extension that was not offered).
-    #[error("bad upgrade response: {0}")]
+    #[error("bad WebSocket upgrade response: {0}")]
     BadResponse(&'static str),
     /// The URL or request cannot be used for a WebSocket connection.
-    #[error("bad request or URL: {0}")]
+    #[error("invalid WebSocket URL or request: {0}")]
     BadUrl(String),
     /// The stream ended during the handshake.
-    #[error("stream ended during the handshake")]
+    #[error("the connection ended during the WebSocket handshake")]
     UnexpectedEof,
     /// The HTTP proxy did not open a tunnel to the server: its status
     /// (407: credentials missing or refused) and the start of its body.
@@ -308,12 +311,80 @@ impl HandshakeError {
     }
 }
 
+/// "the server refused the WebSocket upgrade with 403 Forbidden: <body>".
+fn unexpected_response(response: &http::Response<Option<bytes::Bytes>>) -> String {
+    let mut message = format!(
+        "the server refused the WebSocket upgrade with {}",
+        response.status()
+    );
+    if let Some(body) = response.body().as_deref().filter(|body| !body.is_empty()) {
+        message.push_str(": ");
+        message.push_str(&summarize_body(body, BODY_SUMMARY));
+    }
+    message
+}
+
+/// At most this many characters of a body appear in an error message.
+pub(crate) const BODY_SUMMARY: usize = 120;
+
+/// A body as one line of text for an error message: lossy UTF-8, control
+/// characters escaped, whitespace runs folded, cut at `max` characters.
+pub(crate) fn summarize_body(body: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut out = String::new();
+    let mut length = 0;
+    let mut last_space = true;
+    for c in text.chars() {
+        let piece = if c.is_whitespace() {
+            if last_space {
+                continue;
+            }
+            " ".to_owned()
+        } else if c.is_control() {
+            c.escape_default().to_string()
+        } else {
+            c.to_string()
+        };
+        last_space = piece == " ";
+        let piece_length = piece.chars().count();
+        if length + piece_length > max {
+            out.push('…');
+            break;
+        }
+        out.push_str(&piece);
+        length += piece_length;
+    }
+    out.trim_end().to_owned()
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_say_what_failed() {
+        let mut refusal = http::Response::new(Some(bytes::Bytes::from_static(
+            b"<html>\r\n  <h1>Forbidden</h1>\r\n</html>",
+        )));
+        *refusal.status_mut() = http::StatusCode::FORBIDDEN;
+        let error = Error::from(HandshakeError::UnexpectedResponse(Box::new(refusal)));
+        assert_eq!(
+            error.to_string(),
+            "the server refused the WebSocket upgrade with 403 Forbidden: \
+             <html> <h1>Forbidden</h1> </html>"
+        );
+        // The body reads as bytes, not as a list of numbers.
+        assert!(format!("{error:?}").contains(r#"b"<html>"#), "{error:?}");
+
+        let url = crate::handshake::ClientHandshake::new("ftp://example.com/").unwrap_err();
+        assert_eq!(
+            url.to_string(),
+            "invalid WebSocket URL or request: unsupported URL scheme \"ftp\" (use ws or wss)"
+        );
+    }
 
     #[test]
     fn error_stays_small() {

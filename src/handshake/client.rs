@@ -426,7 +426,7 @@ impl ClientHandshake {
         };
         let (response, leftover) = parse_response(head)?;
         if response.status() != StatusCode::SWITCHING_PROTOCOLS {
-            let body = (!leftover.is_empty()).then(|| leftover.to_vec());
+            let body = (!leftover.is_empty()).then_some(leftover);
             let (parts, ()) = response.into_parts();
             let response = Response::from_parts(parts, body);
             return Err(HandshakeError::UnexpectedResponse(Box::new(response)).into());

@@ -13,7 +13,7 @@ use http::{StatusCode, Uri};
 
 use super::driver::{Exchange, Step};
 use super::head::{self, HeadReader, MAX_HEADERS};
-use crate::error::{Error, HandshakeError, Result, TimeoutKind};
+use crate::error::{BODY_SUMMARY, Error, HandshakeError, Result, TimeoutKind, summarize_body};
 
 /// An HTTP proxy that clients reach their server through with CONNECT,
 /// with optional basic authentication.
@@ -367,39 +367,6 @@ impl fmt::Display for ProxyRefusal {
         }
         Ok(())
     }
-}
-
-/// At most this much of a refusal's body is kept.
-const BODY_SUMMARY: usize = 120;
-
-/// A body as one line of text for an error message: lossy UTF-8, control
-/// characters escaped, whitespace runs folded, cut at `max` characters.
-pub(crate) fn summarize_body(body: &[u8], max: usize) -> String {
-    let text = String::from_utf8_lossy(body);
-    let mut out = String::new();
-    let mut length = 0;
-    let mut last_space = true;
-    for c in text.chars() {
-        let piece = if c.is_whitespace() {
-            if last_space {
-                continue;
-            }
-            " ".to_owned()
-        } else if c.is_control() {
-            c.escape_default().to_string()
-        } else {
-            c.to_string()
-        };
-        last_space = piece == " ";
-        let piece_length = piece.chars().count();
-        if length + piece_length > max {
-            out.push('…');
-            break;
-        }
-        out.push_str(&piece);
-        length += piece_length;
-    }
-    out.trim_end().to_owned()
 }
 
 /// The CONNECT exchange with an HTTP proxy, sans-IO: transmit the

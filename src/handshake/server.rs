@@ -1066,7 +1066,7 @@ mod tests {
         let text = |error: &HandshakeError| String::from_utf8(error_response_bytes(error)).unwrap();
 
         let bad = text(&HandshakeError::BadRequest("the method is not GET"));
-        let body = "bad upgrade request: the method is not GET\n";
+        let body = "bad WebSocket upgrade request: the method is not GET\n";
         assert_eq!(
             bad,
             format!(
