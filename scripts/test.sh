@@ -8,7 +8,7 @@
 # loadgen's broadcast mode, scripts/fanout-test.sh), and Autobahn in both
 # modes through both drivers. It installs what it needs on a fresh machine:
 # the Autobahn runner's venv (PyPI), the interop peers (PyPI, npm registry)
-# nats-server and tinyproxy (Debian's packages).
+# nats-server, tinyproxy and chromium (Debian's packages).
 #
 # A plain `cargo test` runs everything of the default members that needs
 # nothing but cargo: lockgate-interop, lockgate-fanout, lockgate-loadgen and
@@ -45,11 +45,12 @@ step "cargo build and test, lockgate without default features (no permessage-def
 cargo build -p lockgate --no-default-features
 cargo test -p lockgate --no-default-features
 
-step "install the HTTP proxy the proxy tests tunnel through (tinyproxy)"
+step "install the HTTP proxy the proxy tests tunnel through (tinyproxy) and a browser (chromium)"
 bash scripts/install-proxy.sh
-# From here on, a missing tinyproxy fails the proxy tests instead of
-# skipping them.
-export LOCKGATE_REQUIRE_TINYPROXY=1
+bash scripts/install-debian-package.sh chromium chromium
+# From here on, a missing tinyproxy or Chromium fails the tests that use
+# them instead of skipping them.
+export LOCKGATE_REQUIRE_TINYPROXY=1 LOCKGATE_REQUIRE_CHROMIUM=1
 
 step "cargo test (unit, integration, doc tests)"
 # One package per invocation: both have examples named client, echo-server,
@@ -57,7 +58,8 @@ step "cargo test (unit, integration, doc tests)"
 cargo test -p lockgate
 cargo test -p tokio-lockgate
 # Again with TLS and the axum/hyper integration: the wss:// tests, the
-# axum example over HTTP/1.1, h2c and h2 over TLS, and their doc tests.
+# axum example over HTTP/1.1, h2c and h2 over TLS (and from headless
+# Chromium, which picks HTTP/2), and their doc tests.
 cargo test -p tokio-lockgate --features axum,rustls
 
 step "fuzz: seeds up to date, then every target for a bounded time (scripts/fuzz.sh)"

@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::RawQuery;
 use axum::response::{Html, Response};
 use axum::routing::{any, get};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -29,14 +30,28 @@ use tokio_rustls::rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// The WebSocket endpoint: the whole integration is these lines.
 async fn ws(upgrade: WebSocketUpgrade) -> Response {
+    let http = if upgrade.is_http2() {
+        "HTTP/2"
+    } else {
+        "HTTP/1.1"
+    };
     upgrade
         .protocols(["echo.v1"])
         .deflate(true)
-        .on_upgrade(echo)
+        .on_upgrade(move |ws| echo(ws, http))
 }
 
 /// Echoes every text and binary message until the connection closes.
-async fn echo(mut ws: WebSocket) {
+async fn echo(mut ws: WebSocket, http: &'static str) {
+    let deflate = if ws.context().deflate().is_some() {
+        "on"
+    } else {
+        "off"
+    };
+    println!(
+        "websocket opened over {http}, subprotocol {}, deflate {deflate}",
+        ws.subprotocol().unwrap_or("none"),
+    );
     while let Ok(message) = ws.read().await {
         if message.is_data() && ws.send(message).await.is_err() {
             break;
@@ -44,17 +59,53 @@ async fn echo(mut ws: WebSocket) {
     }
 }
 
-/// A page whose script opens the echo and reports what it saw in the
-/// title: `echo ok <subprotocol> <extensions>` or `echo failed`.
+/// A page whose script opens the echo and reports what it saw to
+/// `/report` (printed by the server, for browser tests).
 async fn index() -> Html<&'static str> {
     Html(
-        r#"<!doctype html><title>loading</title><script>
+        r#"<!doctype html><title>lockgate echo</title><script>
+const report = (what) => fetch("/report?" + encodeURIComponent(what));
 const ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/ws", ["echo.v1"]);
-ws.onopen = () => ws.send("hello over " + location.protocol);
-ws.onmessage = (e) => { document.title = "echo ok " + ws.protocol + " " + ws.extensions; ws.close(); };
-ws.onerror = () => { document.title = "echo failed"; };
+ws.onopen = () => ws.send("hello from the browser");
+ws.onmessage = (e) => {
+  report(`echo ${e.data === "hello from the browser" ? "ok" : "wrong"} ${ws.protocol} ${ws.extensions}`);
+  ws.close();
+};
+ws.onerror = () => report("echo failed");
 </script>"#,
     )
+}
+
+/// Prints what the page reports.
+async fn report(RawQuery(query): RawQuery) -> &'static str {
+    let query = query.unwrap_or_default();
+    let decoded = percent_decode(&query);
+    println!("browser report: {decoded}");
+    "thanks\n"
+}
+
+/// `%XX` escapes decoded (the page's report is ASCII).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| text.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[tokio::main]
@@ -72,7 +123,10 @@ async fn main() -> std::io::Result<()> {
         }
     }
     // `any`: an HTTP/1.1 upgrade is a GET, an HTTP/2 one a CONNECT.
-    let app = Router::new().route("/", get(index)).route("/ws", any(ws));
+    let app = Router::new()
+        .route("/", get(index))
+        .route("/report", get(report))
+        .route("/ws", any(ws));
     let listener = TcpListener::bind(&addr).await?;
     let local = listener.local_addr()?;
     if !tls {

@@ -203,3 +203,47 @@ async fn tls_connect(
     .unwrap()
     .unwrap()
 }
+
+/// Headless Chromium (Debian's `chromium`) loads the page over TLS and
+/// opens the echo on the same HTTP/2 connection, as browsers do when the
+/// server advertises extended CONNECT. Skipped (with a note) when Chromium
+/// is not installed, unless `LOCKGATE_REQUIRE_CHROMIUM=1`.
+#[test]
+fn chromium_opens_the_websocket_over_http2() {
+    let installed = std::process::Command::new("chromium")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !installed {
+        assert!(
+            std::env::var_os("LOCKGATE_REQUIRE_CHROMIUM").is_none(),
+            "chromium is required (LOCKGATE_REQUIRE_CHROMIUM) but not installed"
+        );
+        eprintln!("skipped: chromium is not installed");
+        return;
+    }
+    let addr = free_address();
+    let server = Program::start("axum", &[&addr, "--tls"]);
+    server.expect_line("listening on");
+    let profile = std::env::temp_dir().join(format!("lockgate-chromium-{}", std::process::id()));
+    let mut command = std::process::Command::new("chromium");
+    command.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--ignore-certificate-errors",
+        &format!("--user-data-dir={}", profile.display()),
+        &format!("https://{addr}/"),
+    ]);
+    let browser = Program::spawn("chromium", command);
+    let opened = server.expect_line("websocket opened over");
+    let report = server.expect_line("browser report:");
+    drop(browser);
+    let _ = std::fs::remove_dir_all(&profile);
+    assert_eq!(
+        opened,
+        "websocket opened over HTTP/2, subprotocol echo.v1, deflate on"
+    );
+    assert_eq!(report, "browser report: echo ok echo.v1 permessage-deflate");
+}

@@ -24,15 +24,22 @@ impl Program {
     /// Starts example `name` with `args`; stdout and stderr lines both
     /// arrive on `lines`.
     pub fn start(name: &'static str, args: &[&str]) -> Program {
-        let path = example_path(name);
-        let mut child = Command::new(&path)
-            .args(args)
-            .env("RUST_LOG", "info")
+        let mut command = Command::new(example_path(name));
+        command.args(args).env("RUST_LOG", "info");
+        Program::spawn(name, command)
+    }
+
+    /// Starts `command` in a process group of its own (so that helpers it
+    /// starts end with it), its output on `lines`.
+    pub fn spawn(name: &'static str, mut command: Command) -> Program {
+        use std::os::unix::process::CommandExt;
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", path.display()));
+            .unwrap_or_else(|e| panic!("starting {name}: {e}"));
         let (tx, lines) = channel();
         let stdout = child.stdout.take().unwrap();
         let stderr = child.stderr.take().unwrap();
@@ -100,6 +107,10 @@ impl Program {
 
 impl Drop for Program {
     fn drop(&mut self) {
+        // The group is the child's PID (process_group(0)).
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
