@@ -9,10 +9,13 @@ use http::header::SEC_WEBSOCKET_PROTOCOL;
 use http::{Request, Response};
 
 use super::client::ClientHandshake;
+use super::progress::Progress;
 use super::server::{Callback, ServerHandshake, error_response_bytes};
 use crate::config::{Config, Role};
 use crate::deflate::DeflateParams;
-use crate::error::{Error, HandshakeError, Result, TimeoutKind};
+#[cfg(doc)]
+use crate::error::TimeoutKind;
+use crate::error::{Error, HandshakeError, Result};
 use crate::proto::WebSocketContext;
 
 /// Runs one side of the opening handshake for a driver that owns the
@@ -119,10 +122,8 @@ pub struct HandshakeDriver<H> {
     role: Role,
     /// Taken to build the context.
     config: Option<Config>,
-    /// Bytes to send before anything else happens.
-    out: Vec<u8>,
-    deadline: Option<Instant>,
-    state: State,
+    /// What to send, the deadline, the outcome.
+    progress: Progress<Box<Opened>>,
 }
 
 /// Feeds bytes to one side's handshake.
@@ -137,20 +138,6 @@ struct Accepted {
     leftover: Bytes,
     request: Request<()>,
     response: Response<()>,
-}
-
-/// Where the handshake is.
-///
-/// ```text
-///  Reading --head complete, or failed, or deadline--> Finishing --poll--> Finished
-/// ```
-enum State {
-    /// Waiting for the peer's head.
-    Reading,
-    /// The outcome is known; `out` goes first.
-    Finishing(Result<Box<Opened>>),
-    /// `Done` was returned.
-    Finished,
 }
 
 /// What [`HandshakeDriver::poll`] asks the driver to do next.
@@ -308,9 +295,7 @@ impl<H> HandshakeDriver<H> {
             on_input,
             role,
             config: Some(config),
-            out,
-            deadline,
-            state: State::Reading,
+            progress: Progress::new(out, deadline),
         }
     }
 
@@ -319,33 +304,19 @@ impl<H> HandshakeDriver<H> {
     /// [`TimeoutKind::Handshake`], as [`handle_timeout`](Self::handle_timeout)
     /// does.
     pub fn poll(&mut self, now: Instant) -> Step {
-        self.handle_timeout(now);
-        if !self.out.is_empty() {
-            return Step::Transmit(std::mem::take(&mut self.out));
-        }
-        match std::mem::replace(&mut self.state, State::Finished) {
-            State::Reading => {
-                self.state = State::Reading;
-                Step::Receive {
-                    deadline: self.deadline,
-                }
-            }
-            State::Finishing(result) => Step::Done(result),
-            State::Finished => Step::Done(Err(Error::AlreadyClosed)),
-        }
+        self.progress.poll(now)
     }
 
     /// Reports bytes read from the connection at `now`; an empty `input`
     /// is the end of the stream. Bytes that arrive at or after the deadline
     /// are not looked at: the handshake has timed out.
     pub fn receive(&mut self, input: &[u8], now: Instant) {
-        self.handle_timeout(now);
-        if !matches!(self.state, State::Reading) {
+        if !self.progress.reading(now) {
             return;
         }
         if input.is_empty() {
-            self.finish(Err(HandshakeError::UnexpectedEof.into()));
-            return;
+            let eof = Err(HandshakeError::UnexpectedEof.into());
+            return self.progress.finish(eof, Vec::new());
         }
         match (self.on_input)(&mut self.handshake, input) {
             Ok(None) => {}
@@ -362,24 +333,25 @@ impl<H> HandshakeDriver<H> {
                 );
                 let chosen = accepted.response.headers().get(SEC_WEBSOCKET_PROTOCOL);
                 context.set_subprotocol(chosen.and_then(|value| value.to_str().ok()));
-                self.out = accepted.reply;
-                self.finish(Ok(Box::new(Opened {
+                let opened = Opened {
                     context,
                     request: accepted.request,
                     response: accepted.response,
-                })));
+                };
+                self.progress.finish(Ok(Box::new(opened)), accepted.reply);
             }
             Err(Error::Handshake(error)) => {
-                if self.role == Role::Server {
-                    // The peer should learn why (RFC 6455 section 4.2.1:
-                    // "the server MUST stop processing the client's
-                    // handshake and return an HTTP response with an
-                    // appropriate error code").
-                    self.out = error_response_bytes(&error);
-                }
-                self.finish(Err(error.into()));
+                // The peer should learn why (RFC 6455 section 4.2.1: "the
+                // server MUST stop processing the client's handshake and
+                // return an HTTP response with an appropriate error
+                // code").
+                let answer = match self.role {
+                    Role::Server => error_response_bytes(&error),
+                    Role::Client => Vec::new(),
+                };
+                self.progress.finish(Err(error.into()), answer);
             }
-            Err(error) => self.finish(Err(error)),
+            Err(error) => self.progress.finish(Err(error), Vec::new()),
         }
     }
 
@@ -388,10 +360,7 @@ impl<H> HandshakeDriver<H> {
     /// it, say) fails the handshake with [`TimeoutKind::Handshake`];
     /// otherwise `error` is the result.
     pub fn read_failed(&mut self, error: Error, now: Instant) {
-        self.handle_timeout(now);
-        if matches!(self.state, State::Reading) {
-            self.finish(Err(error));
-        }
+        self.progress.read_failed(error, now);
     }
 
     /// Reports that writing the bytes of the last [`Step::Transmit`] (or
@@ -399,10 +368,7 @@ impl<H> HandshakeDriver<H> {
     /// server sending its error response: that error stays the result),
     /// `error` is the result.
     pub fn transmit_failed(&mut self, error: Error) {
-        self.out.clear();
-        if !matches!(self.state, State::Finishing(Err(_)) | State::Finished) {
-            self.state = State::Finishing(Err(error));
-        }
+        self.progress.transmit_failed(error);
     }
 
     /// Tells the handshake that time has come to `now`, for a driver whose
@@ -411,45 +377,29 @@ impl<H> HandshakeDriver<H> {
     /// [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)`, and bytes still
     /// to send are dropped; before it, nothing changes.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if self.deadline.is_none_or(|deadline| now < deadline) {
-            return;
-        }
-        if matches!(self.state, State::Reading | State::Finishing(Ok(_))) {
-            self.out.clear();
-            self.state = State::Finishing(Err(Error::Timeout(TimeoutKind::Handshake)));
-        }
+        self.progress.handle_timeout(now);
     }
 
     /// When the handshake times out: [`Config::handshake_timeout`] after
     /// the `now` it was made with. `None` if it never does.
     pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        self.progress.deadline()
     }
 
     /// The side's handshake (to read the client's request, say).
     pub fn get_ref(&self) -> &H {
         &self.handshake
     }
-
-    fn finish(&mut self, result: Result<Box<Opened>>) {
-        self.state = State::Finishing(result);
-    }
 }
 
 impl<H: fmt::Debug> fmt::Debug for HandshakeDriver<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.state {
-            State::Reading => "reading",
-            State::Finishing(Ok(_)) => "opened",
-            State::Finishing(Err(_)) => "failed",
-            State::Finished => "finished",
-        };
         f.debug_struct("HandshakeDriver")
             .field("handshake", &self.handshake)
             .field("role", &self.role)
-            .field("to_send", &self.out.len())
-            .field("deadline", &self.deadline)
-            .field("state", &state)
+            .field("to_send", &self.progress.owed().len())
+            .field("deadline", &self.progress.deadline())
+            .field("state", &self.progress.describe())
             .finish_non_exhaustive()
     }
 }
@@ -461,6 +411,7 @@ mod tests {
     use http::StatusCode;
 
     use super::*;
+    use crate::error::TimeoutKind;
     use crate::handshake::NoCallback;
 
     const REQUEST: &[u8] = b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n\

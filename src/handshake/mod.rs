@@ -48,6 +48,7 @@ mod driver;
 mod extended_connect;
 mod head;
 mod options;
+mod progress;
 mod proxy;
 mod server;
 

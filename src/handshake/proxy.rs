@@ -13,7 +13,8 @@ use http::{StatusCode, Uri};
 
 use super::driver::{Exchange, Step};
 use super::head::{self, HeadReader, MAX_HEADERS};
-use crate::error::{BODY_SUMMARY, Error, HandshakeError, Result, TimeoutKind, summarize_body};
+use super::progress::Progress;
+use crate::error::{BODY_SUMMARY, Error, HandshakeError, Result, summarize_body};
 
 /// An HTTP proxy that clients reach their server through with CONNECT,
 /// with optional basic authentication.
@@ -374,61 +375,56 @@ impl fmt::Display for ProxyRefusal {
 /// to the target. Run it like a [`HandshakeDriver`](super::HandshakeDriver)
 /// (it is an [`Exchange`]), then run the WebSocket handshake (after TLS,
 /// for `wss://`) on the same connection.
-#[derive(Debug)]
 pub struct ProxyTunnel {
-    out: Vec<u8>,
     reader: HeadReader,
-    deadline: Option<Instant>,
     proxy: String,
     target: String,
-    state: TunnelState,
+    /// The request to send, the deadline, the outcome.
+    progress: Progress<()>,
 }
 
-#[derive(Debug)]
-enum TunnelState {
-    Reading,
-    Finishing(Result<()>),
-    Finished,
+impl fmt::Debug for ProxyTunnel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProxyTunnel")
+            .field("proxy", &self.proxy)
+            .field("target", &self.target)
+            .field("deadline", &self.progress.deadline())
+            .field("state", &self.progress.describe())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ProxyTunnel {
     fn new(proxy: &Proxy, host: &str, port: u16, deadline: Option<Instant>) -> Self {
         let target = authority(host, port);
+        let mut tunnel = Self {
+            reader: HeadReader::proxy_response(),
+            proxy: proxy.address(),
+            target,
+            progress: Progress::new(Vec::new(), deadline),
+        };
+        let Ok(host) = HeaderValue::try_from(tunnel.target.as_str()) else {
+            let target = &tunnel.target;
+            let invalid = bad_url(format!("{target:?} is not a valid CONNECT target"));
+            tunnel.progress.finish(Err(invalid), Vec::new());
+            return tunnel;
+        };
         let mut out = Vec::with_capacity(128);
         out.extend_from_slice(b"CONNECT ");
-        out.extend_from_slice(target.as_bytes());
+        out.extend_from_slice(tunnel.target.as_bytes());
         out.extend_from_slice(b" HTTP/1.1\r\n");
-        let host_value = HeaderValue::try_from(target.as_str());
-        if let Ok(value) = &host_value {
-            head::write_header(&mut out, &HOST, value);
-        }
+        head::write_header(&mut out, &HOST, &host);
         if let Some(authorization) = &proxy.authorization {
             head::write_header(&mut out, &PROXY_AUTHORIZATION, authorization);
         }
         out.extend_from_slice(b"\r\n");
-        let state = match host_value {
-            Ok(_) => TunnelState::Reading,
-            Err(_) => TunnelState::Finishing(Err(bad_url(format!(
-                "{target:?} is not a valid CONNECT target"
-            )))),
-        };
-        Self {
-            out,
-            reader: HeadReader::proxy_response(),
-            deadline,
-            proxy: proxy.address(),
-            target,
-            state,
-        }
+        tunnel.progress = Progress::new(out, deadline);
+        tunnel
     }
 
     /// The CONNECT request's bytes (before they are transmitted).
     pub fn request_bytes(&self) -> &[u8] {
-        &self.out
-    }
-
-    fn finish(&mut self, result: Result<()>) {
-        self.state = TunnelState::Finishing(result);
+        self.progress.owed()
     }
 
     /// The outcome of the proxy's complete response head.
@@ -471,65 +467,41 @@ impl Exchange for ProxyTunnel {
     type Outcome = Result<()>;
 
     fn poll(&mut self, now: Instant) -> Step<Result<()>> {
-        self.handle_timeout(now);
-        if !self.out.is_empty() && matches!(self.state, TunnelState::Reading) {
-            return Step::Transmit(std::mem::take(&mut self.out));
-        }
-        match std::mem::replace(&mut self.state, TunnelState::Finished) {
-            TunnelState::Reading => {
-                self.state = TunnelState::Reading;
-                Step::Receive {
-                    deadline: self.deadline,
-                }
-            }
-            TunnelState::Finishing(result) => Step::Done(result),
-            TunnelState::Finished => Step::Done(Err(Error::AlreadyClosed)),
-        }
+        self.progress.poll(now)
     }
 
     fn receive(&mut self, input: &[u8], now: Instant) {
-        self.handle_timeout(now);
-        if !matches!(self.state, TunnelState::Reading) {
+        if !self.progress.reading(now) {
             return;
         }
         if input.is_empty() {
-            return self.finish(Err(HandshakeError::UnexpectedEof.into()));
+            let eof = Err(HandshakeError::UnexpectedEof.into());
+            return self.progress.finish(eof, Vec::new());
         }
         match self.reader.push(input) {
             Ok(None) => {}
             Ok(Some(head)) => {
                 let outcome = self.answer(head);
-                self.finish(outcome);
+                self.progress.finish(outcome, Vec::new());
             }
-            Err(error) => self.finish(Err(error.into())),
+            Err(error) => self.progress.finish(Err(error.into()), Vec::new()),
         }
     }
 
     fn read_failed(&mut self, error: Error, now: Instant) {
-        self.handle_timeout(now);
-        if matches!(self.state, TunnelState::Reading) {
-            self.finish(Err(error));
-        }
+        self.progress.read_failed(error, now);
     }
 
     fn transmit_failed(&mut self, error: Error) {
-        self.out.clear();
-        if matches!(self.state, TunnelState::Reading) {
-            self.finish(Err(error));
-        }
+        self.progress.transmit_failed(error);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        if self.deadline.is_some_and(|deadline| now >= deadline)
-            && matches!(self.state, TunnelState::Reading)
-        {
-            self.out.clear();
-            self.finish(Err(Error::Timeout(TimeoutKind::Handshake)));
-        }
+        self.progress.handle_timeout(now);
     }
 
     fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        self.progress.deadline()
     }
 }
 
@@ -538,6 +510,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::error::TimeoutKind;
 
     fn run(proxy: &Proxy, responses: &[&[u8]]) -> (Vec<u8>, Result<()>) {
         let now = Instant::now();
