@@ -302,9 +302,23 @@ impl<S: Read + Write> WebSocket<S> {
 
     /// Runs `op` to its end: does what the context asks, one step at a
     /// time. `Some` only for a read.
+    /// Most writes only queue: that answer is checked inline, and the loop
+    /// is entered only when there is I/O to do.
+    #[inline]
     fn drive(&mut self, op: Operation) -> Result<Option<Message>> {
+        match self.context.poll(op)? {
+            Next::Done => Ok(None),
+            next => self.drive_from(op, next),
+        }
+    }
+
+    fn drive_from(&mut self, op: Operation, first: Next) -> Result<Option<Message>> {
+        let mut first = Some(first);
         loop {
-            let next = self.context.poll(op)?;
+            let next = match first.take() {
+                Some(next) => next,
+                None => self.context.poll(op)?,
+            };
             let outcome = match next {
                 Next::Message(msg) => return Ok(Some(msg)),
                 Next::Done => return Ok(None),

@@ -5,7 +5,7 @@ use std::io::IoSlice;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use crate::frame::{FrameHeader, MAX_HEADER_LEN, apply_mask};
+use crate::frame::{FrameHeader, apply_mask};
 
 /// Payloads at least this large are queued by reference instead of copied
 /// (server role only: client payloads must be masked, which means a copy).
@@ -54,26 +54,25 @@ impl OutBuffer {
     /// header's key if it has one.
     #[inline]
     pub(crate) fn push_frame(&mut self, header: &FrameHeader, payload: Bytes) {
-        let mut head = [0u8; MAX_HEADER_LEN];
-        let head_len = header.encode(&mut head);
         let payload_len = payload.len();
+        let head_len = header.encoded_len();
         self.len += head_len + payload_len;
         match header.mask {
             Some(mask) => {
                 self.tail.reserve(head_len + payload_len);
-                self.tail.put_slice(&head[..head_len]);
+                header.put(&mut self.tail);
                 let start = self.tail.len();
                 self.tail.put_slice(&payload);
                 apply_mask(&mut self.tail[start..], mask);
             }
             None if payload_len >= ZERO_COPY_MIN => {
-                self.tail.put_slice(&head[..head_len]);
+                header.put(&mut self.tail);
                 self.queue.push_back(self.tail.split().freeze());
                 self.queue.push_back(payload);
             }
             None => {
                 self.tail.reserve(head_len + payload_len);
-                self.tail.put_slice(&head[..head_len]);
+                header.put(&mut self.tail);
                 self.tail.put_slice(&payload);
             }
         }
@@ -174,7 +173,7 @@ impl Buf for OutBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::OpCode;
+    use crate::frame::{MAX_HEADER_LEN, OpCode};
 
     fn drain_in_steps(out: &mut OutBuffer, step: usize) -> Vec<u8> {
         let mut wire = Vec::new();

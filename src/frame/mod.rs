@@ -3,6 +3,7 @@
 mod close_code;
 mod header;
 mod mask;
+mod mask_key;
 mod mask_simd;
 mod opcode;
 
@@ -10,4 +11,5 @@ pub use close_code::CloseCode;
 pub use header::{FrameHeader, HeaderParse, MAX_HEADER_LEN, encoded_header_len};
 pub(crate) use mask::{FUSED_CHECK_MAX, unmask_and_check_ascii};
 pub use mask::{apply_mask, apply_mask_at};
+pub(crate) use mask_key::mask_key;
 pub use opcode::OpCode;

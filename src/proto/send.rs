@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use crate::config::Role;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
-use crate::frame::{FrameHeader, OpCode, encoded_header_len};
+use crate::frame::{FrameHeader, OpCode, encoded_header_len, mask_key};
 use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
 use crate::proto::close_payload::encode_close;
@@ -54,6 +54,23 @@ impl WebSocketContext {
             Message::Pong(data) => (OpCode::Pong, data),
             Message::Close(frame) => return self.close(frame),
         };
+        // Nearly every write: an open connection, a data message that is
+        // not compressed, room in the buffer. Anything else (control
+        // frames, compression, a full buffer, closing) takes the checked
+        // path below.
+        let uncompressed = !may_compress || self.compression.is_none();
+        if self.state == State::Active && !opcode.is_control() && uncompressed {
+            let len = payload.len();
+            let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
+            if self.codec.output.len() + encoded <= self.config.max_write_buffer_size {
+                self.push_frame(opcode, payload);
+                return Ok(());
+            }
+        }
+        self.write_checked(opcode, payload, may_compress)
+    }
+
+    fn write_checked(&mut self, opcode: OpCode, payload: Bytes, may_compress: bool) -> Result<()> {
         let len = payload.len();
         self.check_sendable(opcode, len)?;
         let compress = may_compress && self.wants_compression(opcode, len);
@@ -272,7 +289,7 @@ impl WebSocketContext {
         let mut header = FrameHeader::new(opcode, payload.len() as u64);
         header.rsv1 = rsv1;
         if self.role == Role::Client {
-            header.mask = Some(rand::random());
+            header.mask = Some(mask_key());
         }
         self.codec.output.push_frame(&header, payload);
     }

@@ -44,14 +44,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
     ///
     /// Reads and the timer register `cx`; writes register `wcx`, which a
     /// split connection uses to wake both halves.
+    #[inline]
     pub(crate) fn poll_op(
         &mut self,
         op: Operation,
         cx: &mut Context<'_>,
         wcx: &mut Context<'_>,
     ) -> Poll<Result<Option<Message>>> {
+        // Most writes only queue: that answer is checked inline, and the
+        // loop is entered only when there is I/O to do.
+        match self.context.poll(op)? {
+            Next::Done => Poll::Ready(Ok(None)),
+            next => self.poll_from(op, next, cx, wcx),
+        }
+    }
+
+    fn poll_from(
+        &mut self,
+        op: Operation,
+        first: Next,
+        cx: &mut Context<'_>,
+        wcx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Message>>> {
+        let mut first = Some(first);
         loop {
-            let next = self.context.poll(op)?;
+            let next = match first.take() {
+                Some(next) => next,
+                None => self.context.poll(op)?,
+            };
             let Self {
                 stream, context, ..
             } = self;
