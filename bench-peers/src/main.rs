@@ -20,10 +20,15 @@
 //! - `idle`: RSS and heap per parked, upgraded server connection, one child
 //!   process per library, against bare tokio sockets parked in tasks.
 //! - `deflate`: permessage-deflate, negotiated by each library's own
-//!   handshake: one-way loopback TCP of 1 KiB and 64 KiB JSON-like texts,
-//!   with and without context takeover, lockgate and tokio-lockgate against
-//!   yawc; and RSS and heap per idle compressed connection after one
-//!   message each way. Printed as a second table.
+//!   handshake code: one-way loopback TCP of 1 KiB and 64 KiB JSON-like
+//!   texts, with and without context takeover, lockgate and tokio-lockgate
+//!   against sockudo-ws and yawc; and RSS and heap per idle compressed
+//!   connection after one message each way. Printed as a second table.
+//!   sockudo-ws's HTTP/1 accept and connect never negotiate compression
+//!   (only its axum extractor does), so its ends run its public handshake
+//!   helpers (`build_request_with_headers`, `parse_request`,
+//!   `negotiate_server_deflate`, `build_response`, `parse_response`) over
+//!   the socket.
 //! - `fanout`: one message at a time to 1,000 parked loopback connections,
 //!   tokio-lockgate's hub against each async peer's natural way (a clone
 //!   per connection through a bounded channel into its own sink):
@@ -63,9 +68,11 @@ static GLOBAL: alloc::Counting = alloc::Counting;
 /// Pinned peer versions (keep in sync with Cargo.toml).
 const PEERS: &str = "tungstenite 0.30.0, tokio-tungstenite 0.30.0, fastwebsockets 0.10.0, \
                      tokio-websockets 0.13.3, sockudo-ws 3.1.0 (features tokio-runtime, fastrand, \
-                     simd), yawc 0.5.0 (default features off: no TLS)";
-/// The compression peer (keep in sync with Cargo.toml).
-const DEFLATE_PEER: &str = "yawc 0.5.0 (default features off: no TLS, no `zlib` feature)";
+                     simd, permessage-deflate), yawc 0.5.0 (default features off: no TLS)";
+/// The compression peers (keep in sync with Cargo.toml).
+const DEFLATE_PEERS: &str = "sockudo-ws 3.1.0 (features tokio-runtime, fastrand, simd, \
+                             permessage-deflate), yawc 0.5.0 (default features off: no TLS, \
+                             no `zlib` feature)";
 
 /// The cell of a library that sits out a row because it does not validate
 /// UTF-8 by default.
@@ -555,7 +562,7 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
             corpora.push(deflate::Corpus::new(job.size, count));
         }
     }
-    let libs = [Lib::Lockgate, Lib::TokioLockgate, Lib::Yawc];
+    let libs = [Lib::Lockgate, Lib::TokioLockgate, Lib::SockudoWs, Lib::Yawc];
     let mut rows = Vec::new();
     for job in &p.deflate_jobs {
         let c = corpora
@@ -580,6 +587,7 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
             let run = match lib {
                 Lib::Lockgate => deflate::run_lockgate(*job, c, &listener, warm),
                 Lib::TokioLockgate => deflate::run_tokio_lockgate(*job, c, &listener, warm),
+                Lib::SockudoWs => deflate::run_sockudo(*job, c, &listener, warm),
                 Lib::Yawc => deflate::run_yawc(*job, c, &listener, warm),
                 _ => unreachable!("not a compression library"),
             };
@@ -618,10 +626,11 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
             names.rotate_left(k);
             for name in names {
                 let r = deflate_idle::run(name, n, mode);
-                let lib = if name == "yawc" {
-                    Lib::Yawc
-                } else {
-                    Lib::TokioLockgate
+                let lib = match name {
+                    "tokio-lockgate" => Lib::TokioLockgate,
+                    "sockudo-ws" => Lib::SockudoWs,
+                    "yawc" => Lib::Yawc,
+                    other => unreachable!("no column for compressed idle library {other}"),
                 };
                 rss.push(lib, r.rss / 1024.0);
                 heap.push(lib, r.heap / 1024.0);
@@ -745,12 +754,17 @@ fn main() {
              - run: `cargo run --release -p bench-peers -- {}` ({mode}; repetitions: {} TCP, {} idle); \
              whole run took {took:.1} s\n\
              - 1-minute load average at start / end: {load0} / {load1} (other work on the machine skews results)\n\
-             - peer: {DEFLATE_PEER}; lockgate and tokio-lockgate from this tree ({tree}); \
-             flate2 is built once for the whole binary with lockgate's `zlib-rs` feature, so both \
-             libraries compress with zlib-rs here\n\
-             - each library negotiates permessage-deflate in its own handshake, level 1, 15-bit \
-             windows; yawc with `with_utf8()`; threads {}\n\
-             - medians of the repetitions; ratios are lockgate's median ÷ yawc's median \
+             - peers: {DEFLATE_PEERS}; lockgate and tokio-lockgate from this tree ({tree}); \
+             flate2 is built once for the whole binary with lockgate's `zlib-rs` feature, so every \
+             library compresses with zlib-rs here\n\
+             - each library negotiates permessage-deflate with its own handshake code, level 1, \
+             15-bit windows; yawc with `with_utf8()` (sockudo-ws validates by default); threads {}\n\
+             - sockudo-ws: its HTTP/1 `accept` / `connect` never negotiate compression (only its \
+             axum extractor does), so each end runs its public handshake helpers over the socket \
+             (`build_request_with_headers` with the offer, `parse_request`, `negotiate_server_deflate`, \
+             `build_response`, `parse_response` + `DeflateConfig::from_params`) and wraps it in \
+             `CompressedWebSocketStream`; `Config::default()` otherwise\n\
+             - medians of the repetitions; ratios are lockgate's median ÷ the best peer's median \
              (↓ rows: below 1 means lockgate is faster/smaller; ↑ rows: above 1 means lockgate is faster)\n\n",
             sys::machine(),
             args.join(" "),

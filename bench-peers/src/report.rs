@@ -199,7 +199,8 @@ pub(crate) const COLS: [Lib; 9] = [
 ];
 
 /// The columns of the compression table.
-pub(crate) const DEFLATE_COLS: [Lib; 3] = [Lib::Lockgate, Lib::TokioLockgate, Lib::Yawc];
+pub(crate) const DEFLATE_COLS: [Lib; 4] =
+    [Lib::Lockgate, Lib::TokioLockgate, Lib::SockudoWs, Lib::Yawc];
 
 /// The medians table over columns `cols`, with the best peer and
 /// lockgate's ratios to it.
