@@ -11,6 +11,17 @@
 //!   `Config::deflate(Some(DeflateConfig::default()))`, plus
 //!   `server_no_context_takeover` and `client_no_context_takeover` in the
 //!   no-takeover mode.
+//! - sockudo-ws: its HTTP/1 `WebSocketServer::accept` and
+//!   `WebSocketClient::connect` never negotiate compression (only its axum
+//!   extractor does), so each end runs sockudo-ws's public handshake
+//!   helpers over the socket: the client sends `build_request_with_headers`
+//!   with the offer and reads the answer with `parse_response`,
+//!   `validate_accept_key` and `DeflateConfig::from_params`; the server
+//!   reads the request with `parse_request`, answers the offer with
+//!   `negotiate_server_deflate` and `build_response`. Both then wrap the
+//!   socket in `CompressedWebSocketStream` with the agreed `DeflateConfig`
+//!   and `Config::default()`, and use Sink `feed`/`flush` and Stream `next`.
+//!   Level 1, as for the others (sockudo-ws's default is 6).
 //! - yawc: the client is `WebSocket::handshake` (hyper's HTTP/1 client over
 //!   the socket, handed back as the caller's stream); the server is
 //!   `WebSocket::upgrade_with_options` inside hyper's HTTP/1 server, which is
@@ -38,12 +49,13 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use futures_util::SinkExt;
+use bytes::{Bytes, BytesMut};
+use futures_util::{SinkExt, StreamExt};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::{Config, Message, Utf8Bytes};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::frames;
 use crate::json::json_like;
@@ -522,4 +534,208 @@ pub(crate) fn run_yawc(job: Job, c: &Corpus, listener: &TcpListener, warm_up: bo
         )
     });
     combine(lib, job, srv, cli)
+}
+
+/// The `Sec-WebSocket-Extensions` offer for the mode, as every client in
+/// these scenarios makes it.
+pub(crate) fn offer(takeover: bool) -> &'static str {
+    if takeover {
+        "permessage-deflate"
+    } else {
+        "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+    }
+}
+
+/// sockudo-ws's permessage-deflate policy for the mode (the same on both
+/// ends): its defaults (15-bit windows, no compression below 32 bytes) at
+/// level 1.
+pub(crate) fn sockudo_deflate(takeover: bool) -> sockudo_ws::DeflateConfig {
+    sockudo_ws::DeflateConfig {
+        server_no_context_takeover: !takeover,
+        client_no_context_takeover: !takeover,
+        compression_level: 1,
+        ..sockudo_ws::DeflateConfig::default()
+    }
+}
+
+/// The server half of sockudo-ws's handshake, from its own helpers: reads
+/// the upgrade request, lets `negotiate_server_deflate` answer its offer
+/// under `policy`, writes the 101. Returns what was agreed (`None` if
+/// nothing was offered) and any bytes read past the request.
+pub(crate) async fn sockudo_server_handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    policy: &sockudo_ws::DeflateConfig,
+) -> (Option<sockudo_ws::DeflateConfig>, Option<Bytes>) {
+    use sockudo_ws::handshake;
+    let mut buf = BytesMut::with_capacity(4096);
+    loop {
+        let n = io
+            .read_buf(&mut buf)
+            .await
+            .expect("sockudo-ws handshake read");
+        assert!(n > 0, "peer closed during the handshake");
+        let Some((req, used)) = handshake::parse_request(&buf).expect("sockudo-ws parse_request")
+        else {
+            continue;
+        };
+        let agreed = req
+            .extensions
+            .and_then(|offers| sockudo_ws::deflate::negotiate_server_deflate(offers, policy));
+        let header = agreed.as_ref().map(|a| a.to_response_header());
+        let response = handshake::build_response(
+            &handshake::generate_accept_key(req.key),
+            None,
+            header.as_deref(),
+        );
+        io.write_all(&response)
+            .await
+            .expect("sockudo-ws handshake write");
+        io.flush().await.expect("sockudo-ws handshake flush");
+        let leftover = (used < buf.len()).then(|| buf.split_off(used).freeze());
+        return (agreed.map(|a| a.config), leftover);
+    }
+}
+
+/// The client half of sockudo-ws's handshake, from its own helpers: sends
+/// the upgrade request with `offer`, checks the 101 and its accept key, and
+/// parses the agreed parameters (at level 1) from its extensions header.
+async fn sockudo_client_handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    offer: &str,
+) -> (Option<sockudo_ws::DeflateConfig>, Option<Bytes>) {
+    use sockudo_ws::handshake;
+    let key = handshake::generate_key();
+    let request =
+        handshake::build_request_with_headers("127.0.0.1", "/bench", &key, None, Some(offer), None)
+            .expect("sockudo-ws build_request_with_headers");
+    io.write_all(&request)
+        .await
+        .expect("sockudo-ws handshake write");
+    io.flush().await.expect("sockudo-ws handshake flush");
+    let mut buf = BytesMut::with_capacity(4096);
+    loop {
+        let n = io
+            .read_buf(&mut buf)
+            .await
+            .expect("sockudo-ws handshake read");
+        assert!(n > 0, "peer closed during the handshake");
+        let Some((res, used)) = handshake::parse_response(&buf).expect("sockudo-ws parse_response")
+        else {
+            continue;
+        };
+        if !res
+            .accept
+            .is_some_and(|accept| handshake::validate_accept_key(&key, accept))
+        {
+            crate::fail("sockudo-ws", "missing or wrong Sec-WebSocket-Accept");
+        }
+        let agreed = res.extensions.map(|ext| {
+            let params = sockudo_ws::deflate::parse_deflate_offer(ext).unwrap_or_else(|| {
+                crate::fail(
+                    "sockudo-ws",
+                    &format!("not a permessage-deflate answer: {ext}"),
+                )
+            });
+            sockudo_ws::DeflateConfig {
+                compression_level: 1,
+                ..sockudo_ws::DeflateConfig::from_params(&params)
+                    .expect("sockudo-ws DeflateConfig::from_params")
+            }
+        });
+        let leftover = (used < buf.len()).then(|| buf.split_off(used).freeze());
+        return (agreed, leftover);
+    }
+}
+
+/// One run of `job` with sockudo-ws's `CompressedWebSocketStream` on both
+/// ends, each on a current-thread runtime.
+pub(crate) fn run_sockudo(job: Job, c: &Corpus, listener: &TcpListener, warm_up: bool) -> Run {
+    let lib = "sockudo-ws";
+    let (s, cl) = tcp_pair(listener);
+    let barrier = Barrier::new(2);
+    let want = sockudo_deflate(job.takeover);
+    let (srv, cli) = thread::scope(|sc| {
+        let b = &barrier;
+        let want = &want;
+        let hs = sc.spawn(move || {
+            crate::sys::pin_to_cpu(0);
+            block_on(async move {
+                let cnt = Arc::new(Calls::capturing());
+                let mut io = Counted::new(to_tokio(s), cnt.clone());
+                let (agreed, leftover) = sockudo_server_handshake(&mut io, want).await;
+                check_response(lib, &cnt.stop_capture(), job.takeover);
+                check_sockudo(lib, agreed.as_ref(), want);
+                let agreed = agreed.expect("checked above");
+                let mut ws = sockudo_ws::CompressedWebSocketStream::server_with_leftover(
+                    io,
+                    sockudo_ws::Config::default(),
+                    agreed,
+                    leftover,
+                );
+                let msgs: Vec<sockudo_ws::Message> = c.texts[..job.count]
+                    .iter()
+                    .map(|t| sockudo_ws::Message::Text(t.as_bytes().clone()))
+                    .collect();
+                let (w0, calls0) = (cnt.bytes().0, cnt.writes.load(Relaxed));
+                b.wait();
+                let t0 = Instant::now();
+                for m in msgs {
+                    ws.feed(m).await.expect("sockudo-ws feed");
+                    if job.flush_each {
+                        SinkExt::flush(&mut ws).await.expect("sockudo-ws flush");
+                    }
+                }
+                SinkExt::flush(&mut ws).await.expect("sockudo-ws flush");
+                end(t0, &cnt, w0, calls0, true)
+            })
+        });
+        let hc = sc.spawn(move || {
+            crate::sys::pin_to_cpu(1);
+            block_on(async move {
+                let cnt = Arc::new(Calls::default());
+                let mut io = Counted::new(to_tokio(cl), cnt.clone());
+                let (agreed, leftover) =
+                    sockudo_client_handshake(&mut io, offer(job.takeover)).await;
+                check_sockudo(lib, agreed.as_ref(), want);
+                let agreed = agreed.expect("checked above");
+                let mut ws = sockudo_ws::CompressedWebSocketStream::client_with_leftover(
+                    io,
+                    sockudo_ws::Config::default(),
+                    agreed,
+                    leftover,
+                );
+                let r0 = cnt.bytes().1;
+                b.wait();
+                let t0 = Instant::now();
+                for i in 0..job.count {
+                    let m = ws
+                        .next()
+                        .await
+                        .expect("sockudo-ws: stream ended")
+                        .expect("sockudo-ws read");
+                    let sockudo_ws::Message::Text(p) = &m else {
+                        crate::fail(lib, &format!("expected a text message, got {m:?}"))
+                    };
+                    c.check(lib, i, p, warm_up);
+                }
+                end(t0, &cnt, r0, 0, false)
+            })
+        });
+        (
+            hs.join().expect("server end panicked"),
+            hc.join().expect("client end panicked"),
+        )
+    });
+    combine(lib, job, srv, cli)
+}
+
+/// What sockudo-ws's ends must have agreed on: the policy itself.
+fn check_sockudo(
+    lib: &str,
+    got: Option<&sockudo_ws::DeflateConfig>,
+    want: &sockudo_ws::DeflateConfig,
+) {
+    if got != Some(want) {
+        crate::fail(lib, &format!("negotiated {got:?}, expected {want:?}"));
+    }
 }

@@ -9,7 +9,9 @@
 //! both no-context-takeover parameters in that mode) and checks the 101
 //! accepts it with exactly those parameters. Each server task does the
 //! library's own handshake (`accept_async_with` for tokio-lockgate;
-//! hyper's HTTP/1 server and `WebSocket::upgrade_with_options` for yawc),
+//! `parse_request`, `negotiate_server_deflate` and `build_response` for
+//! sockudo-ws, whose HTTP/1 `accept` never negotiates compression; hyper's
+//! HTTP/1 server and `WebSocket::upgrade_with_options` for yawc),
 //! receives one compressed 1 KiB JSON-like message (built once by a
 //! lockgate client context, masked, RSV1 set) and checks it byte for byte,
 //! sends one compressed 1 KiB reply (the client checks that it is a final
@@ -28,17 +30,20 @@ use std::rc::Rc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use futures_util::SinkExt;
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use lockgate::{Buf, Message, Role, Utf8Bytes, WebSocketContext};
 
-use crate::deflate::{check_response, lockgate_config, lockgate_params, yawc_accept, yawc_options};
+use crate::deflate::{
+    check_response, lockgate_config, lockgate_params, offer, sockudo_deflate,
+    sockudo_server_handshake, yawc_accept, yawc_options,
+};
 use crate::idle::{IdleRun, run_child};
 use crate::json::json_like;
 use crate::{alloc, frames, sys, upgrade};
 
 /// The libraries measured (async only: a parked blocking connection is a
 /// thread).
-pub(crate) const LIBS: [&str; 2] = ["tokio-lockgate", "yawc"];
+pub(crate) const LIBS: [&str; 3] = ["tokio-lockgate", "sockudo-ws", "yawc"];
 
 const WARM: usize = 16;
 const HELLO: &str = "hello";
@@ -89,15 +94,14 @@ pub(crate) fn run(lib: &str, n: usize, mode: Mode) -> IdleRun {
 
 fn request(mode: Mode) -> String {
     let mut req = upgrade::request();
-    let offer = match mode {
-        Mode::Takeover => "permessage-deflate",
-        Mode::NoTakeover => {
-            "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
-        }
-        Mode::Off => return req,
-    };
+    if mode == Mode::Off {
+        return req;
+    }
     req.truncate(req.len() - 2);
-    req.push_str(&format!("Sec-WebSocket-Extensions: {offer}\r\n\r\n"));
+    req.push_str(&format!(
+        "Sec-WebSocket-Extensions: {}\r\n\r\n",
+        offer(mode.takeover())
+    ));
     req
 }
 
@@ -285,8 +289,66 @@ fn serve(
                 done(&got, &f.payload()[..] == HELLO.as_bytes(), &lib_name);
             });
         }
+        "sockudo-ws" => {
+            tokio::task::spawn_local(async move {
+                let mut s = s;
+                let (agreed, leftover) =
+                    sockudo_server_handshake(&mut s, &sockudo_deflate(takeover)).await;
+                let config = sockudo_ws::Config::default();
+                match agreed {
+                    Some(d) => {
+                        let ws = sockudo_ws::CompressedWebSocketStream::server_with_leftover(
+                            s, config, d, leftover,
+                        );
+                        sockudo_serve(ws, texts, parked, got, lib_name).await;
+                    }
+                    None => {
+                        let ws = sockudo_ws::WebSocketStream::from_raw_with_leftover(
+                            s,
+                            sockudo_ws::Role::Server,
+                            config,
+                            leftover,
+                        );
+                        sockudo_serve(ws, texts, parked, got, lib_name).await;
+                    }
+                }
+            });
+        }
         other => crate::fail(other, "unknown library for the compressed idle scenario"),
     }
+}
+
+/// sockudo-ws's part of [`serve`] after the handshake, for its compressed
+/// stream and, in the baseline, its plain one.
+async fn sockudo_serve<W>(mut ws: W, texts: Rc<Texts>, parked: Counter, got: Counter, lib: String)
+where
+    W: Stream<Item = sockudo_ws::Result<sockudo_ws::Message>>
+        + Sink<sockudo_ws::Message, Error = sockudo_ws::Error>
+        + Unpin,
+{
+    let m = ws
+        .next()
+        .await
+        .expect("stream ended")
+        .expect("sockudo-ws read");
+    if m.as_text() != Some(&*texts.message) {
+        crate::fail(&lib, "compressed message differs");
+    }
+    drop(m);
+    ws.send(sockudo_ws::Message::Text(texts.reply.as_bytes().clone()))
+        .await
+        .expect("sockudo-ws send");
+    drop(texts);
+    parked.set(parked.get() + 1);
+    let m = ws
+        .next()
+        .await
+        .expect("stream ended")
+        .expect("sockudo-ws read");
+    if m.as_text() != Some(HELLO) {
+        crate::fail(&lib, "idle connection received the wrong message");
+    }
+    got.set(got.get() + 1);
 }
 
 /// The child process: prints `IDLE <rss delta> <heap delta> <n>` and exits.

@@ -7,7 +7,9 @@
 //! hub: one `PreparedMessage` per message, `Hub::publish`, and
 //! `Subscriber::forward` per connection (one flush per burst), with the
 //! `Wait` policy so nothing is dropped. Each peer runs its natural
-//! equivalent, written carefully: the message cloned per connection into a
+//! equivalent, written carefully (sockudo-ws's `PubSub` is the same shape,
+//! a channel per subscriber, but unbounded, so the bounded channel below
+//! stands in for it): the message cloned per connection into a
 //! bounded channel (the same 1,024 messages, `try_send` so the publisher
 //! does not spend tokio's cooperative budget) and a task per connection
 //! that feeds everything waiting into the connection's own sink, then
@@ -38,11 +40,13 @@ const SIZE: usize = 64;
 const QUEUE: usize = 1024;
 
 /// The libraries compared (async only: a fan-out server is a tokio server).
-pub(crate) const LIBS: [Lib; 4] = [
+pub(crate) const LIBS: [Lib; 6] = [
     Lib::TokioLockgate,
     Lib::TokioTungstenite,
     Lib::Fastwebsockets,
     Lib::TokioWebsockets,
+    Lib::SockudoWs,
+    Lib::Yawc,
 ];
 
 /// What one run moved.
@@ -117,6 +121,8 @@ fn serve(
             Lib::TokioTungstenite => channel_server::<libs::TokioTungstenite>(sockets, shape).await,
             Lib::Fastwebsockets => channel_server::<libs::Fastwebsockets>(sockets, shape).await,
             Lib::TokioWebsockets => channel_server::<libs::TokioWebsockets>(sockets, shape).await,
+            Lib::SockudoWs => channel_server::<libs::SockudoWs>(sockets, shape).await,
+            Lib::Yawc => channel_server::<libs::Yawc>(sockets, shape).await,
             other => unreachable!("{other:?} has no fan-out server"),
         };
         let start = Instant::now();

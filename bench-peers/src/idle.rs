@@ -30,12 +30,14 @@ use tokio::io::AsyncReadExt;
 use crate::{alloc, frames, sys, upgrade};
 
 /// The libraries (and the floor) measured, as passed to the child.
-pub(crate) const LIBS: [&str; 5] = [
+pub(crate) const LIBS: [&str; 7] = [
     "floor",
     "tokio-lockgate",
     "tokio-tungstenite",
     "fastwebsockets",
     "tokio-websockets",
+    "sockudo-ws",
+    "yawc",
 ];
 
 const WARM: usize = 64;
@@ -206,6 +208,39 @@ fn park(lib: &str, s: tokio::net::TcpStream, parked: Counter, got: Counter) {
                     .expect("stream ended")
                     .expect("tokio-websockets read");
                 done(&got, m.as_text() == Some("hello"), &lib_name);
+            });
+        }
+        "sockudo-ws" => {
+            tokio::task::spawn_local(async move {
+                let mut ws = sockudo_ws::WebSocketStream::from_raw(
+                    s,
+                    sockudo_ws::Role::Server,
+                    sockudo_ws::Config::default(),
+                );
+                parked.set(parked.get() + 1);
+                let m = ws
+                    .next()
+                    .await
+                    .expect("stream ended")
+                    .expect("sockudo-ws read");
+                done(&got, m.as_text() == Some("hello"), &lib_name);
+            });
+        }
+        "yawc" => {
+            tokio::task::spawn_local(async move {
+                let mut ws = yawc::WebSocket::from_stream(
+                    s,
+                    yawc::Role::Server,
+                    crate::libs::yawc_plain_options(),
+                )
+                .expect("yawc from_stream");
+                parked.set(parked.get() + 1);
+                let f = ws.next_frame().await.expect("yawc read");
+                done(
+                    &got,
+                    f.opcode() == yawc::OpCode::Text && &f.payload()[..] == HELLO,
+                    &lib_name,
+                );
             });
         }
         other => crate::fail(other, "unknown idle library"),

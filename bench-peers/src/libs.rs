@@ -317,3 +317,130 @@ impl AsyncLib for TokioWebsockets {
         m.as_payload()
     }
 }
+
+/// sockudo-ws's `WebSocketStream<S>` (`WebSocketStream::from_raw`; Sink
+/// `feed`/`flush`, Stream `next`).
+///
+/// `feed` queues into its cork buffer, but Sink readiness drains whenever
+/// 64 KiB (its default high-water mark) are pending, and every drain ends
+/// with a flush of the transport: "queue without flushing" holds only up to
+/// 64 KiB. Its read path also flushes pending output before it waits for
+/// more input.
+pub(crate) struct SockudoWs;
+
+fn sockudo_role(server: bool) -> sockudo_ws::Role {
+    if server {
+        sockudo_ws::Role::Server
+    } else {
+        sockudo_ws::Role::Client
+    }
+}
+
+/// A sockudo-ws data message's payload.
+pub(crate) fn sockudo_payload(m: &sockudo_ws::Message) -> &[u8] {
+    match m {
+        sockudo_ws::Message::Text(b) | sockudo_ws::Message::Binary(b) => b,
+        other => crate::fail("sockudo-ws", &format!("unexpected message {other:?}")),
+    }
+}
+
+impl AsyncLib for SockudoWs {
+    type Ws<S: AsyncRead + AsyncWrite + Unpin> = sockudo_ws::WebSocketStream<S>;
+    type Msg = sockudo_ws::Message;
+    async fn wrap<S: AsyncRead + AsyncWrite + Unpin>(stream: S, server: bool) -> Self::Ws<S> {
+        sockudo_ws::WebSocketStream::from_raw(
+            stream,
+            sockudo_role(server),
+            sockudo_ws::Config::default(),
+        )
+    }
+    fn text(s: String) -> Self::Msg {
+        sockudo_ws::Message::text(s)
+    }
+    fn binary(b: Bytes) -> Self::Msg {
+        sockudo_ws::Message::binary(b)
+    }
+    async fn write<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut Self::Ws<S>, m: Self::Msg) {
+        ws.feed(m).await.expect("sockudo-ws feed");
+    }
+    async fn flush<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut Self::Ws<S>) {
+        SinkExt::flush(ws).await.expect("sockudo-ws flush");
+    }
+    async fn read<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut Self::Ws<S>) -> Self::Msg {
+        let m = ws
+            .next()
+            .await
+            .expect("sockudo-ws: stream ended")
+            .expect("sockudo-ws read");
+        if !(m.is_text() || m.is_binary()) {
+            crate::fail("sockudo-ws", &format!("unexpected message {m:?}"));
+        }
+        m
+    }
+    fn payload(m: &Self::Msg) -> &[u8] {
+        sockudo_payload(m)
+    }
+}
+
+/// yawc's `WebSocket<S>` (`WebSocket::from_stream`; Sink `feed`/`flush`,
+/// `next_frame`).
+///
+/// Its default options with one exception, [`yawc_plain_options`]. yawc
+/// does not validate UTF-8 by default, so it sits out the in-memory
+/// small-text read row; in the TCP rows its receiving end does not check the
+/// 64-byte texts.
+pub(crate) struct Yawc;
+
+/// The largest message yawc reads in the uncompressed scenarios (64 MiB,
+/// the default limit of tungstenite, fastwebsockets, tokio-websockets and
+/// sockudo-ws). yawc's own default, 1 MiB, is exclusive: it refuses the
+/// 1 MiB messages of the large-message rows.
+pub(crate) const YAWC_MAX_PAYLOAD: usize = 64 << 20;
+
+/// yawc's options in the uncompressed scenarios: the defaults (no
+/// compression, no UTF-8 check) with [`YAWC_MAX_PAYLOAD`].
+pub(crate) fn yawc_plain_options() -> yawc::Options {
+    yawc::Options::default().with_max_payload_read(YAWC_MAX_PAYLOAD)
+}
+
+fn yawc_role(server: bool) -> yawc::Role {
+    if server {
+        yawc::Role::Server
+    } else {
+        yawc::Role::Client
+    }
+}
+
+impl AsyncLib for Yawc {
+    type Ws<S: AsyncRead + AsyncWrite + Unpin> = yawc::WebSocket<S>;
+    type Msg = yawc::Frame;
+    async fn wrap<S: AsyncRead + AsyncWrite + Unpin>(stream: S, server: bool) -> Self::Ws<S> {
+        yawc::WebSocket::from_stream(stream, yawc_role(server), yawc_plain_options())
+            .expect("yawc from_stream")
+    }
+    fn text(s: String) -> Self::Msg {
+        yawc::Frame::text(s)
+    }
+    fn binary(b: Bytes) -> Self::Msg {
+        yawc::Frame::binary(b)
+    }
+    async fn write<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut Self::Ws<S>, m: Self::Msg) {
+        ws.feed(m).await.expect("yawc feed");
+    }
+    async fn flush<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut Self::Ws<S>) {
+        SinkExt::flush(ws).await.expect("yawc flush");
+    }
+    async fn read<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut Self::Ws<S>) -> Self::Msg {
+        let f = ws.next_frame().await.expect("yawc next_frame");
+        if !(f.is_fin() && matches!(f.opcode(), yawc::OpCode::Text | yawc::OpCode::Binary)) {
+            crate::fail(
+                "yawc",
+                &format!("unexpected frame {:?} fin={}", f.opcode(), f.is_fin()),
+            );
+        }
+        f
+    }
+    fn payload(m: &Self::Msg) -> &[u8] {
+        m.payload()
+    }
+}

@@ -1,5 +1,5 @@
 //! Side-by-side comparison of lockgate / tokio-lockgate with tungstenite,
-//! tokio-tungstenite, fastwebsockets and tokio-websockets.
+//! tokio-tungstenite, fastwebsockets, tokio-websockets, sockudo-ws and yawc.
 //!
 //! ```text
 //! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,deflate,fanout] [--reps N] [--pin] [--out PATH]
@@ -9,22 +9,34 @@
 //! verified):
 //! - `write`: 100k small texts written then flushed once into an in-memory
 //!   sink whose write costs ~80 ns and flush ~8 µs; server and client role.
+//!   (sockudo-ws and yawc cannot hold more than 64 KiB / 8 KiB unflushed:
+//!   their Sink readiness writes and flushes the sink past that.)
 //! - `read`: 100k masked small texts, and 64 × 1 MiB masked binaries, read
-//!   from memory as a server.
+//!   from memory as a server. yawc sits out the small texts: by default it
+//!   does not validate UTF-8, which every other library does there.
 //! - `tcp`: loopback TCP with the same library on both ends: one-way batched,
 //!   one-way send+flush each, echo in windows of 64, ping-pong, 100 × 1 MiB;
 //!   plus the write calls per message on the sending end, and a raw-TCP row.
 //! - `idle`: RSS and heap per parked, upgraded server connection, one child
 //!   process per library, against bare tokio sockets parked in tasks.
 //! - `deflate`: permessage-deflate, negotiated by each library's own
-//!   handshake: one-way loopback TCP of 1 KiB and 64 KiB JSON-like texts,
-//!   with and without context takeover, lockgate and tokio-lockgate against
-//!   yawc; and RSS and heap per idle compressed connection after one
-//!   message each way. Printed as a second table.
+//!   handshake code: one-way loopback TCP of 1 KiB and 64 KiB JSON-like
+//!   texts, with and without context takeover, lockgate and tokio-lockgate
+//!   against sockudo-ws and yawc; and RSS and heap per idle compressed
+//!   connection after one message each way. Printed as a second table.
+//!   sockudo-ws's HTTP/1 accept and connect never negotiate compression
+//!   (only its axum extractor does), so its ends run its public handshake
+//!   helpers (`build_request_with_headers`, `parse_request`,
+//!   `negotiate_server_deflate`, `build_response`, `parse_response`) over
+//!   the socket.
 //! - `fanout`: one message at a time to 1,000 parked loopback connections,
 //!   tokio-lockgate's hub against each async peer's natural way (a clone
 //!   per connection through a bounded channel into its own sink):
 //!   deliveries per second and server CPU per delivery.
+//!
+//! Every peer uses its default configuration, except yawc's read limit
+//! (see [`libs::YAWC_MAX_PAYLOAD`]) and the compression settings the
+//! `deflate` scenarios need. sockudo-ws and yawc have no blocking API.
 //!
 //! Libraries are interleaved: every repetition runs each library once, in
 //! an order rotated per repetition, after one untimed warm-up run each.
@@ -55,9 +67,16 @@ static GLOBAL: alloc::Counting = alloc::Counting;
 
 /// Pinned peer versions (keep in sync with Cargo.toml).
 const PEERS: &str = "tungstenite 0.30.0, tokio-tungstenite 0.30.0, fastwebsockets 0.10.0, \
-                     tokio-websockets 0.13.3";
-/// The compression peer (keep in sync with Cargo.toml).
-const DEFLATE_PEER: &str = "yawc 0.5.0 (default features off: no TLS, no `zlib` feature)";
+                     tokio-websockets 0.13.3, sockudo-ws 3.1.0 (features tokio-runtime, fastrand, \
+                     simd, permessage-deflate), yawc 0.5.0 (default features off: no TLS)";
+/// The compression peers (keep in sync with Cargo.toml).
+const DEFLATE_PEERS: &str = "sockudo-ws 3.1.0 (features tokio-runtime, fastrand, simd, \
+                             permessage-deflate), yawc 0.5.0 (default features off: no TLS, \
+                             no `zlib` feature)";
+
+/// The cell of a library that sits out a row because it does not validate
+/// UTF-8 by default.
+const NO_UTF8: &str = "n/a (no UTF-8 check)";
 
 /// Aborts the whole run: a library's output did not verify.
 pub(crate) fn fail(lib: &str, msg: &str) -> ! {
@@ -265,7 +284,9 @@ fn write_once(lib: Lib, texts: &[String], server: bool, buf: &mut Vec<u8>) -> me
         Lib::TokioTungstenite => mem::write_async::<libs::TokioTungstenite>(n, texts, server, buf),
         Lib::Fastwebsockets => mem::write_async::<libs::Fastwebsockets>(n, texts, server, buf),
         Lib::TokioWebsockets => mem::write_async::<libs::TokioWebsockets>(n, texts, server, buf),
-        Lib::Raw | Lib::Yawc => unreachable!("no {} row for the mock sink", lib.name()),
+        Lib::SockudoWs => mem::write_async::<libs::SockudoWs>(n, texts, server, buf),
+        Lib::Yawc => mem::write_async::<libs::Yawc>(n, texts, server, buf),
+        Lib::Raw => unreachable!("no {} row for the mock sink", lib.name()),
     }
 }
 
@@ -278,7 +299,9 @@ fn read_once(lib: Lib, input: &mem::ReadInput, full: bool) -> Duration {
         Lib::TokioTungstenite => mem::read_async::<libs::TokioTungstenite>(n, input, full),
         Lib::Fastwebsockets => mem::read_async::<libs::Fastwebsockets>(n, input, full),
         Lib::TokioWebsockets => mem::read_async::<libs::TokioWebsockets>(n, input, full),
-        Lib::Raw | Lib::Yawc => unreachable!("no {} row for reading from memory", lib.name()),
+        Lib::SockudoWs => mem::read_async::<libs::SockudoWs>(n, input, full),
+        Lib::Yawc => mem::read_async::<libs::Yawc>(n, input, full),
+        Lib::Raw => unreachable!("no {} row for reading from memory", lib.name()),
     }
 }
 
@@ -291,8 +314,9 @@ fn tcp_once(lib: Lib, job: tcp::Job, d: &tcp::TcpData, l: &TcpListener) -> tcp::
         Lib::TokioTungstenite => tcp::run_async::<libs::TokioTungstenite>(n, job, d, l),
         Lib::Fastwebsockets => tcp::run_async::<libs::Fastwebsockets>(n, job, d, l),
         Lib::TokioWebsockets => tcp::run_async::<libs::TokioWebsockets>(n, job, d, l),
+        Lib::SockudoWs => tcp::run_async::<libs::SockudoWs>(n, job, d, l),
+        Lib::Yawc => tcp::run_async::<libs::Yawc>(n, job, d, l),
         Lib::Raw => tcp::run_raw(job, d, l),
-        Lib::Yawc => unreachable!("yawc runs only the compression scenarios"),
     }
 }
 
@@ -346,7 +370,11 @@ fn read_rows(p: &Plan) -> Vec<Row> {
         "ns/msg",
         Better::Lower,
     );
-    interleave("read small", &Lib::LIBS, p.reps_mem, |lib, rep| {
+    // yawc does not validate UTF-8 by default: it would skip work every
+    // other library does here.
+    s.not_run(Lib::Yawc, NO_UTF8);
+    let validating: Vec<Lib> = Lib::LIBS.into_iter().filter(|&l| l != Lib::Yawc).collect();
+    interleave("read small", &validating, p.reps_mem, |lib, rep| {
         let d = read_once(lib, &small, rep.is_none());
         if rep.is_some() {
             s.push(lib, d.as_nanos() as f64 / p.read_small_n as f64);
@@ -473,7 +501,10 @@ fn idle_rows(p: &Plan) -> Vec<Row> {
         "tokio-lockgate" => Lib::TokioLockgate,
         "tokio-tungstenite" => Lib::TokioTungstenite,
         "fastwebsockets" => Lib::Fastwebsockets,
-        _ => Lib::TokioWebsockets,
+        "tokio-websockets" => Lib::TokioWebsockets,
+        "sockudo-ws" => Lib::SockudoWs,
+        "yawc" => Lib::Yawc,
+        other => unreachable!("no column for idle library {other}"),
     };
     for rep in 0..p.reps_idle {
         eprint!("\ridle: repetition {}/{}   ", rep + 1, p.reps_idle);
@@ -531,7 +562,7 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
             corpora.push(deflate::Corpus::new(job.size, count));
         }
     }
-    let libs = [Lib::Lockgate, Lib::TokioLockgate, Lib::Yawc];
+    let libs = [Lib::Lockgate, Lib::TokioLockgate, Lib::SockudoWs, Lib::Yawc];
     let mut rows = Vec::new();
     for job in &p.deflate_jobs {
         let c = corpora
@@ -556,6 +587,7 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
             let run = match lib {
                 Lib::Lockgate => deflate::run_lockgate(*job, c, &listener, warm),
                 Lib::TokioLockgate => deflate::run_tokio_lockgate(*job, c, &listener, warm),
+                Lib::SockudoWs => deflate::run_sockudo(*job, c, &listener, warm),
                 Lib::Yawc => deflate::run_yawc(*job, c, &listener, warm),
                 _ => unreachable!("not a compression library"),
             };
@@ -594,10 +626,11 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
             names.rotate_left(k);
             for name in names {
                 let r = deflate_idle::run(name, n, mode);
-                let lib = if name == "yawc" {
-                    Lib::Yawc
-                } else {
-                    Lib::TokioLockgate
+                let lib = match name {
+                    "tokio-lockgate" => Lib::TokioLockgate,
+                    "sockudo-ws" => Lib::SockudoWs,
+                    "yawc" => Lib::Yawc,
+                    other => unreachable!("no column for compressed idle library {other}"),
                 };
                 rss.push(lib, r.rss / 1024.0);
                 heap.push(lib, r.heap / 1024.0);
@@ -678,6 +711,12 @@ fn main() {
              - TCP rows: two threads, blocking API for lockgate/tungstenite/raw, a current-thread \
              runtime per end for the async crates; fastwebsockets writes through a tokio BufWriter \
              (8 KiB) since it has no write buffer; threads {}\n\
+             - sockudo-ws: `WebSocketStream::from_raw` with `Config::default()`, Sink `feed` / \
+             `flush`, Stream `next`; its Sink readiness writes and flushes the stream once 64 KiB \
+             are queued, so no library-level batch is bigger than that\n\
+             - yawc: `WebSocket::from_stream` with default `Options` except `max_payload_read` \
+             64 MiB (the others' default limit; yawc's 1 MiB default refuses a 1 MiB message), \
+             Sink `feed` / `flush`, `next_frame`\n\
              - fan-out rows: the serving end on one thread (publisher and a task per connection), \
              tokio-lockgate through its hub, each peer through a bounded channel per connection \
              feeding its own sink, flushed once per wake-up; {} repetitions\n\n",
@@ -695,6 +734,12 @@ fn main() {
         );
         out.push_str(&header);
         out.push_str(&report::table(&rows, &report::COLS));
+        out.push_str(&format!(
+            "\n- {NO_UTF8}: yawc does not validate UTF-8 in text messages by default \
+             (`Options::check_utf8` is off), so it sits out the small-text read, where \
+             validation is most of the work the others do; in the TCP rows its receiving \
+             end does not check the 64-byte texts either.\n"
+        ));
         out.push_str("\nSpread of the samples, (max − min) / median:\n\n");
         out.push_str(&report::spread_table(&rows, &report::COLS));
     }
@@ -709,12 +754,17 @@ fn main() {
              - run: `cargo run --release -p bench-peers -- {}` ({mode}; repetitions: {} TCP, {} idle); \
              whole run took {took:.1} s\n\
              - 1-minute load average at start / end: {load0} / {load1} (other work on the machine skews results)\n\
-             - peer: {DEFLATE_PEER}; lockgate and tokio-lockgate from this tree ({tree}); \
-             flate2 is built once for the whole binary with lockgate's `zlib-rs` feature, so both \
-             libraries compress with zlib-rs here\n\
-             - each library negotiates permessage-deflate in its own handshake, level 1, 15-bit \
-             windows; yawc with `with_utf8()`; threads {}\n\
-             - medians of the repetitions; ratios are lockgate's median ÷ yawc's median \
+             - peers: {DEFLATE_PEERS}; lockgate and tokio-lockgate from this tree ({tree}); \
+             flate2 is built once for the whole binary with lockgate's `zlib-rs` feature, so every \
+             library compresses with zlib-rs here\n\
+             - each library negotiates permessage-deflate with its own handshake code, level 1, \
+             15-bit windows; yawc with `with_utf8()` (sockudo-ws validates by default); threads {}\n\
+             - sockudo-ws: its HTTP/1 `accept` / `connect` never negotiate compression (only its \
+             axum extractor does), so each end runs its public handshake helpers over the socket \
+             (`build_request_with_headers` with the offer, `parse_request`, `negotiate_server_deflate`, \
+             `build_response`, `parse_response` + `DeflateConfig::from_params`) and wraps it in \
+             `CompressedWebSocketStream`; `Config::default()` otherwise\n\
+             - medians of the repetitions; ratios are lockgate's median ÷ the best peer's median \
              (↓ rows: below 1 means lockgate is faster/smaller; ↑ rows: above 1 means lockgate is faster)\n\n",
             sys::machine(),
             args.join(" "),

@@ -18,7 +18,9 @@ pub(crate) enum Lib {
     Fastwebsockets,
     /// tokio-websockets.
     TokioWebsockets,
-    /// yawc (compression scenarios only).
+    /// sockudo-ws.
+    SockudoWs,
+    /// yawc.
     Yawc,
     /// Raw TCP (TCP rows) or the bare-socket floor (idle rows).
     Raw,
@@ -26,13 +28,15 @@ pub(crate) enum Lib {
 
 impl Lib {
     /// The libraries, in column order.
-    pub(crate) const LIBS: [Lib; 6] = [
+    pub(crate) const LIBS: [Lib; 8] = [
         Lib::Lockgate,
         Lib::TokioLockgate,
         Lib::Tungstenite,
         Lib::TokioTungstenite,
         Lib::Fastwebsockets,
         Lib::TokioWebsockets,
+        Lib::SockudoWs,
+        Lib::Yawc,
     ];
 
     /// Column heading / name in messages.
@@ -44,6 +48,7 @@ impl Lib {
             Lib::TokioTungstenite => "tokio-tungstenite",
             Lib::Fastwebsockets => "fastwebsockets",
             Lib::TokioWebsockets => "tokio-websockets",
+            Lib::SockudoWs => "sockudo-ws",
             Lib::Yawc => "yawc",
             Lib::Raw => "raw TCP / floor",
         }
@@ -56,6 +61,7 @@ impl Lib {
                 | Lib::TokioTungstenite
                 | Lib::Fastwebsockets
                 | Lib::TokioWebsockets
+                | Lib::SockudoWs
                 | Lib::Yawc
         )
     }
@@ -80,6 +86,8 @@ pub(crate) struct Row {
     /// Direction.
     pub(crate) better: Better,
     samples: BTreeMap<Lib, Vec<f64>>,
+    /// Why a library has no number in this row, printed in its cell.
+    notes: BTreeMap<Lib, &'static str>,
 }
 
 impl Row {
@@ -90,6 +98,20 @@ impl Row {
             unit,
             better,
             samples: BTreeMap::new(),
+            notes: BTreeMap::new(),
+        }
+    }
+
+    /// Marks `lib` as not run in this row, with `why` in its cell.
+    pub(crate) fn not_run(&mut self, lib: Lib, why: &'static str) {
+        self.notes.insert(lib, why);
+    }
+
+    fn cell(&self, lib: Lib) -> String {
+        match (self.median(lib), self.notes.get(&lib)) {
+            (Some(v), _) => num(v),
+            (None, Some(why)) => (*why).to_string(),
+            (None, None) => "—".into(),
         }
     }
 
@@ -164,18 +186,21 @@ pub(crate) fn num(v: f64) -> String {
 }
 
 /// The columns of the main table.
-pub(crate) const COLS: [Lib; 7] = [
+pub(crate) const COLS: [Lib; 9] = [
     Lib::Lockgate,
     Lib::TokioLockgate,
     Lib::Tungstenite,
     Lib::TokioTungstenite,
     Lib::Fastwebsockets,
     Lib::TokioWebsockets,
+    Lib::SockudoWs,
+    Lib::Yawc,
     Lib::Raw,
 ];
 
 /// The columns of the compression table.
-pub(crate) const DEFLATE_COLS: [Lib; 3] = [Lib::Lockgate, Lib::TokioLockgate, Lib::Yawc];
+pub(crate) const DEFLATE_COLS: [Lib; 4] =
+    [Lib::Lockgate, Lib::TokioLockgate, Lib::SockudoWs, Lib::Yawc];
 
 /// The medians table over columns `cols`, with the best peer and
 /// lockgate's ratios to it.
@@ -197,8 +222,7 @@ pub(crate) fn table(rows: &[Row], cols: &[Lib]) -> String {
         };
         let _ = write!(s, "| {} | {} | {} |", r.name, r.unit, arrow);
         for &l in cols {
-            let cell = r.median(l).map_or_else(|| "—".into(), num);
-            let _ = write!(s, " {cell} |");
+            let _ = write!(s, " {} |", r.cell(l));
         }
         let best = r
             .best_peer()
@@ -229,9 +253,11 @@ pub(crate) fn spread_table(rows: &[Row], cols: &[Lib]) -> String {
         let n = r.samples.values().map(Vec::len).max().unwrap_or(0);
         let _ = write!(s, "| {} | {n} |", r.name);
         for &l in cols {
-            let cell = r
-                .spread(l)
-                .map_or_else(|| "—".into(), |x| format!("{:.0}%", x * 100.0));
+            let cell = match (r.spread(l), r.notes.get(&l)) {
+                (Some(x), _) => format!("{:.0}%", x * 100.0),
+                (None, Some(_)) => "n/a".into(),
+                (None, None) => "—".into(),
+            };
             let _ = write!(s, " {cell} |");
         }
         s.push('\n');
