@@ -302,12 +302,14 @@ impl<S: Read + Write> WebSocket<S> {
 
     /// Runs `op` to its end: does what the context asks, one step at a
     /// time. `Some` only for a read.
-    /// Most writes only queue: that answer is checked inline, and the loop
-    /// is entered only when there is I/O to do.
+    /// Most writes only queue and most reads find a message already
+    /// buffered: those answers are checked inline, and the loop is entered
+    /// only when there is I/O to do.
     #[inline]
     fn drive(&mut self, op: Operation) -> Result<Option<Message>> {
         match self.context.poll(op)? {
             Next::Done => Ok(None),
+            Next::Message(msg) => Ok(Some(msg)),
             next => self.drive_from(op, next),
         }
     }

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::codec::read_sizing::MAX_READ_STEP;
+use crate::codec::read_sizing::{MAX_ADAPTIVE_READ, MAX_READ_STEP};
 use crate::error::ProtocolError;
 use crate::frame::{
     FUSED_CHECK_MAX, FrameHeader, HeaderParse, apply_mask, apply_mask_at, unmask_and_check_ascii,
@@ -41,13 +41,19 @@ pub(crate) struct InFrames {
     pub(super) buf: BytesMut,
     pub(super) current: Option<InFrame>,
     /// Length of the zeroed space handed out by the last `spare` call.
-    pub(super) spare_len: usize,
+    pub(super) spare_len: u32,
     /// Adaptive read size: doubles while reads fill what was offered (a
     /// busy stream), halves when they use little of it. 0 until the first
     /// read (then the configured read size).
-    pub(super) read_size: usize,
+    pub(super) read_size: u32,
     /// What the last read was offered, to adapt `read_size`.
-    pub(super) offered: usize,
+    pub(super) offered: u32,
+    /// The whole size (header and payload) of the last frame that did not
+    /// arrive in one read, if it was large: the room reserved before the
+    /// next read between frames, so that a stream of large messages reads
+    /// each one into place instead of into an ordinary read buffer that
+    /// `begin` must then copy to a larger one.
+    pub(super) large_frame_room: u32,
 }
 
 /// What the protocol layer enforces while a frame arrives.
@@ -175,6 +181,7 @@ impl InFrames {
                 };
                 check.header(&header)?;
                 if let Some((payload, ascii)) = self.unmask_whole(&header, header_len) {
+                    self.large_frame_room = 0;
                     check.payload(&header, &self.buf[payload.clone()], ascii)?;
                     return Ok(Some(Frame {
                         frames: self,
@@ -243,6 +250,12 @@ impl InFrames {
         });
         let missing = (header.payload_len as usize).saturating_sub(self.buf.len());
         self.buf.reserve(missing.min(MAX_READ_STEP));
+        self.large_frame_room = if header.payload_len > MAX_ADAPTIVE_READ as u64 {
+            // At most 1 MiB and a header: fits.
+            (header_len + (header.payload_len as usize).min(MAX_READ_STEP)) as u32
+        } else {
+            0
+        };
     }
 
     /// Unmasks the payload bytes of the frame in progress that arrived

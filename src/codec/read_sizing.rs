@@ -9,9 +9,13 @@ use crate::codec::in_frames::InFrames;
 /// The largest read step, and the most reserved ahead of arriving bytes.
 pub(super) const MAX_READ_STEP: usize = 1 << 20;
 
+/// The configured read size is taken up to this (the sizes are kept as
+/// `u32`: every connection holds them).
+const MAX_HINT: usize = 1 << 30;
+
 /// The largest read a busy stream grows to between frames (what
 /// tungstenite reads at once; fewer syscalls for batched small messages).
-const MAX_ADAPTIVE_READ: usize = 128 * 1024;
+pub(super) const MAX_ADAPTIVE_READ: usize = 128 * 1024;
 
 impl InFrames {
     /// Zeroed space at the end of the buffer for one socket read of about
@@ -26,15 +30,17 @@ impl InFrames {
         // a sender that announces much and sends little make us zero it.
         // Not past the frame's end either: bytes read beyond it are copied
         // to a new buffer when the payload is split off.
+        let hint = hint.min(MAX_HINT);
         let want = match self.large_frame_missing() {
             Some(missing) => self.read_size(hint).min(missing.max(hint)),
             None => self.read_size(hint),
         };
-        self.offered = want;
-        let len = self.buf.len() - self.spare_len;
+        self.offered = want as u32;
+        let len = self.buf.len() - self.spare_len as usize;
         self.buf.truncate(len);
+        self.reserve_for_read(want);
         self.buf.resize(len + want, 0);
-        self.spare_len = want;
+        self.spare_len = want as u32;
         &mut self.buf[len..]
     }
 
@@ -46,10 +52,10 @@ impl InFrames {
     /// If `n` is larger than that space.
     pub(crate) fn commit(&mut self, n: usize) {
         assert!(
-            n <= self.spare_len,
+            n <= self.spare_len as usize,
             "committed more bytes than were read into"
         );
-        let len = self.buf.len() - self.spare_len + n;
+        let len = self.buf.len() - self.spare_len as usize + n;
         self.spare_len = 0;
         self.buf.truncate(len);
         self.after_read(n);
@@ -60,6 +66,7 @@ impl InFrames {
     /// uninitialised memory (no zeroing). Only append to it, then call
     /// [`InFrames::appended`].
     pub(crate) fn for_read(&mut self, hint: usize) -> Limit<&mut BytesMut> {
+        let hint = hint.min(MAX_HINT);
         let want = match self.large_frame_missing() {
             // Capacity that is reserved but not written costs no resident
             // memory, so a large frame (its size passed the limits) gets
@@ -67,12 +74,26 @@ impl InFrames {
             Some(missing) => missing.max(hint).min(MAX_READ_STEP),
             None => self.read_size(hint),
         };
-        let len = self.buf.len() - self.spare_len;
+        let len = self.buf.len() - self.spare_len as usize;
         self.buf.truncate(len);
         self.spare_len = 0;
-        self.buf.reserve(want);
-        self.offered = want;
+        self.reserve_for_read(want);
+        self.offered = want as u32;
         (&mut self.buf).limit(want)
+    }
+
+    /// Room for a read of `want` bytes; between frames, after a large
+    /// frame, room for another as large (reserved, not touched: it costs
+    /// no resident memory until read into), so that its payload is read in
+    /// place rather than copied out of an ordinary read buffer once its
+    /// header shows its size.
+    fn reserve_for_read(&mut self, want: usize) {
+        let room = if self.current.is_none() {
+            (self.large_frame_room as usize).saturating_sub(self.buf.len())
+        } else {
+            0
+        };
+        self.buf.reserve(want.max(room));
     }
 
     /// `n` bytes were appended to the buffer from [`InFrames::for_read`].
@@ -92,9 +113,9 @@ impl InFrames {
 
     fn read_size(&mut self, hint: usize) -> usize {
         if self.read_size == 0 {
-            self.read_size = hint;
+            self.read_size = hint as u32;
         }
-        let size = self.read_size.max(hint);
+        let size = (self.read_size as usize).max(hint);
         if self.large_frame_missing().is_some() {
             size
         } else {
@@ -109,15 +130,18 @@ impl InFrames {
     fn after_read(&mut self, n: usize) {
         // Nothing read (a read that would block, or the end of the stream)
         // says nothing about how busy the stream is.
-        if self.offered > 0 && n > 0 {
-            if n >= self.offered {
+        let offered = self.offered as usize;
+        if offered > 0 && n > 0 {
+            let read_size = self.read_size as usize;
+            if n >= offered {
                 let cap = if self.large_frame_missing().is_some() {
                     MAX_READ_STEP
                 } else {
                     MAX_ADAPTIVE_READ
                 };
-                self.read_size = (self.read_size * 2).min(cap.max(self.read_size));
-            } else if n < self.offered / 4 {
+                // At most the larger of 1 MiB and the hint: fits.
+                self.read_size = (read_size * 2).min(cap.max(read_size)) as u32;
+            } else if n < offered / 4 {
                 self.read_size /= 2;
             }
         }
@@ -148,7 +172,7 @@ mod tests {
         let mut frames = InFrames::default();
         let offered = frames.for_read(8192).get_ref().capacity();
         assert!(offered >= 8192);
-        let data = vec![0x82; frames.offered];
+        let data = vec![0x82; frames.offered as usize];
         frames.buf.extend_from_slice(&data);
         frames.appended(data.len());
         assert_eq!(frames.read_size, 16384, "a full read doubles the next one");
@@ -223,6 +247,60 @@ mod tests {
         frames.appended(MAX_READ_STEP);
         let missing = len - MAX_READ_STEP;
         assert_eq!(frames.for_read(hint).remaining_mut(), missing);
+    }
+
+    /// Feeds `wire` through `for_read`, as a stream that fills every read,
+    /// and returns each frame's payload with the address the frame's first
+    /// read landed at.
+    fn read_through(frames: &mut InFrames, wire: &[u8]) -> Vec<(bytes::Bytes, usize)> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        let mut first_read = None;
+        while at < wire.len() {
+            let mut buf = frames.for_read(8192);
+            let n = buf.remaining_mut().min(wire.len() - at);
+            let start = buf.get_ref().as_ptr() as usize + buf.get_ref().len();
+            first_read.get_or_insert(start);
+            buf.put_slice(&wire[at..at + n]);
+            frames.appended(n);
+            at += n;
+            while let Some(frame) = frames.next_frame(&mut AcceptAll).unwrap() {
+                out.push((frame.take(), first_read.take().expect("read")));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn after_a_large_frame_the_next_one_is_read_in_place() {
+        let len = 4 * MAX_ADAPTIVE_READ;
+        let mut wire = Vec::new();
+        let mut head = [0; MAX_HEADER_LEN];
+        let header_len = FrameHeader::new(OpCode::Binary, len as u64).encode(&mut head);
+        for i in 0..3u8 {
+            wire.extend_from_slice(&head[..header_len]);
+            wire.extend(std::iter::repeat_n(i, len));
+        }
+        let mut frames = InFrames::default();
+        let payloads = read_through(&mut frames, &wire);
+        assert_eq!(payloads.len(), 3);
+        for (i, (payload, first_read)) in payloads.iter().enumerate() {
+            assert_eq!(payload.len(), len);
+            assert!(payload.iter().all(|&b| b == i as u8));
+            if i > 0 {
+                // The payload is where its first read put it, after the
+                // header: nothing was copied once the header showed its size.
+                assert_eq!(payload.as_ptr() as usize, first_read + header_len);
+            }
+        }
+        // A small frame ends the reservation.
+        let small = FrameHeader::new(OpCode::Binary, 10);
+        let mut head = [0; MAX_HEADER_LEN];
+        let n = small.encode(&mut head);
+        let mut wire = head[..n].to_vec();
+        wire.extend_from_slice(&[7; 10]);
+        read_through(&mut frames, &wire);
+        assert!(frames.for_read(8192).get_ref().capacity() < len);
     }
 
     #[test]

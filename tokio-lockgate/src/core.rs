@@ -51,10 +51,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
         cx: &mut Context<'_>,
         wcx: &mut Context<'_>,
     ) -> Poll<Result<Option<Message>>> {
-        // Most writes only queue: that answer is checked inline, and the
-        // loop is entered only when there is I/O to do.
+        // Most writes only queue and most reads find a message already
+        // buffered: those answers are checked inline, and the loop is
+        // entered only when there is I/O to do.
         match self.context.poll(op)? {
             Next::Done => Poll::Ready(Ok(None)),
+            Next::Message(msg) => Poll::Ready(Ok(Some(msg))),
             next => self.poll_from(op, next, cx, wcx),
         }
     }

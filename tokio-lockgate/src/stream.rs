@@ -283,6 +283,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
 }
 
 /// Maps the end of the closing handshake to the end of the stream.
+#[inline]
 pub(crate) fn stream_item(
     result: Result<Option<Message>>,
     ended: &mut bool,
