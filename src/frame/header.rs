@@ -68,6 +68,7 @@ impl FrameHeader {
     ///
     /// A reserved opcode, or a 64-bit length with its most significant bit
     /// set (RFC 6455: "the most significant bit MUST be 0").
+    #[inline]
     pub fn parse(input: &[u8]) -> Result<HeaderParse, ProtocolError> {
         let Some(&first) = input.first() else {
             return Ok(HeaderParse::Partial);
