@@ -276,7 +276,7 @@ impl InFrames {
     }
 
     /// Consumes the buffer up to `payload.end` and returns the payload.
-    #[inline]
+    #[inline(always)]
     fn detach(&mut self, payload: Range<usize>) -> Bytes {
         if payload.len() < SHARE_MIN {
             // An allocation of the exact size leaves the receive buffer
