@@ -27,9 +27,11 @@ pub enum Role {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Config {
-    pub(crate) read_buffer_size: usize,
-    pub(crate) write_buffer_size: usize,
-    pub(crate) max_write_buffer_size: usize,
+    // Buffer sizes as `u32`, `u32::MAX` for everything from there up
+    // (`usize::MAX` reads back): every connection holds its config.
+    read_buffer_size: u32,
+    write_buffer_size: u32,
+    max_write_buffer_size: u32,
     // `usize::MAX` for no limit: half the size of an `Option<usize>`.
     pub(crate) max_message_size: usize,
     pub(crate) max_frame_size: usize,
@@ -46,6 +48,21 @@ pub struct Config {
 
 /// An optional duration in whole milliseconds (rounded up, at most about
 /// 49 days), in a quarter of the space of an `Option<Duration>`.
+/// A buffer size as stored: sizes from `u32::MAX` up (none of which a
+/// buffer reaches) become `u32::MAX`.
+fn size_to_u32(bytes: usize) -> u32 {
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
+
+/// A stored buffer size: `u32::MAX` is "no limit", `usize::MAX`.
+#[inline]
+fn size_from_u32(bytes: u32) -> usize {
+    match bytes {
+        u32::MAX => usize::MAX,
+        bytes => bytes as usize,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Millis(u32);
 
@@ -104,7 +121,7 @@ impl Default for Config {
         Self {
             read_buffer_size: 8 * 1024,
             write_buffer_size: 128 * 1024,
-            max_write_buffer_size: DEFAULT_MAX_WRITE_BUFFER_SIZE,
+            max_write_buffer_size: size_to_u32(DEFAULT_MAX_WRITE_BUFFER_SIZE),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             max_fragments: DEFAULT_MAX_FRAGMENTS,
@@ -127,7 +144,7 @@ impl Config {
     /// bytes are pending (it is released when the driver waits for the
     /// peer), so an idle connection does not hold it.
     pub fn read_buffer_size(mut self, bytes: usize) -> Self {
-        self.read_buffer_size = bytes.max(1);
+        self.read_buffer_size = size_to_u32(bytes.max(1));
         self
     }
 
@@ -135,9 +152,10 @@ impl Config {
     /// (without flushing). Default 128 KiB.
     ///
     /// Below it, `write` only encodes. `0` writes on every `write` call,
-    /// which still never flushes.
+    /// which still never flushes; 4 GiB or more (`usize::MAX` when read
+    /// back) writes only when flushed.
     pub fn write_buffer_size(mut self, bytes: usize) -> Self {
-        self.write_buffer_size = bytes;
+        self.write_buffer_size = size_to_u32(bytes);
         self
     }
 
@@ -149,8 +167,9 @@ impl Config {
     /// back; pongs and close replies are exempt (they are small and bounded).
     /// A message that is larger than this on its own is refused with
     /// [`CapacityError::MessageTooLarge`](crate::CapacityError::MessageTooLarge).
+    /// 4 GiB or more means no limit (`usize::MAX` when read back).
     pub fn max_write_buffer_size(mut self, bytes: usize) -> Self {
-        self.max_write_buffer_size = bytes;
+        self.max_write_buffer_size = size_to_u32(bytes);
         self
     }
 
@@ -286,18 +305,21 @@ impl Config {
     }
 
     /// See [`Config::read_buffer_size`].
+    #[inline]
     pub fn get_read_buffer_size(&self) -> usize {
-        self.read_buffer_size
+        size_from_u32(self.read_buffer_size)
     }
 
     /// See [`Config::write_buffer_size`].
+    #[inline]
     pub fn get_write_buffer_size(&self) -> usize {
-        self.write_buffer_size
+        size_from_u32(self.write_buffer_size)
     }
 
     /// See [`Config::max_write_buffer_size`].
+    #[inline]
     pub fn get_max_write_buffer_size(&self) -> usize {
-        self.max_write_buffer_size
+        size_from_u32(self.max_write_buffer_size)
     }
 
     /// See [`Config::max_message_size`].

@@ -21,8 +21,10 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeflateConfig {
-    pub(crate) compression_level: u32,
-    pub(crate) min_compress_size: usize,
+    // Small types: every connection holds its config.
+    compression_level: u8,
+    // `u32::MAX` stands for every size from there up: nothing is compressed.
+    min_compress_size: u32,
     pub(crate) mem_level: u8,
     pub(crate) server_no_context_takeover: bool,
     pub(crate) client_no_context_takeover: bool,
@@ -59,14 +61,15 @@ impl DeflateConfig {
     /// of the size reduction on chatty JSON at a fraction of the CPU.
     /// Values above 9 are treated as 9.
     pub fn compression_level(mut self, level: u32) -> Self {
-        self.compression_level = level.min(9);
+        self.compression_level = level.min(9) as u8;
         self
     }
 
     /// Messages shorter than this are sent uncompressed (compressing them
-    /// costs CPU and rarely saves bytes). Default 64 bytes.
+    /// costs CPU and rarely saves bytes). Default 64 bytes. From 4 GiB up,
+    /// nothing is compressed.
     pub fn min_compress_size(mut self, bytes: usize) -> Self {
-        self.min_compress_size = bytes;
+        self.min_compress_size = u32::try_from(bytes).unwrap_or(u32::MAX);
         self
     }
 
@@ -106,12 +109,15 @@ impl DeflateConfig {
 
     /// See [`DeflateConfig::compression_level`].
     pub fn get_compression_level(&self) -> u32 {
-        self.compression_level
+        self.compression_level.into()
     }
 
     /// See [`DeflateConfig::min_compress_size`].
     pub fn get_min_compress_size(&self) -> usize {
-        self.min_compress_size
+        match self.min_compress_size {
+            u32::MAX => usize::MAX,
+            bytes => bytes as usize,
+        }
     }
 
     /// See [`DeflateConfig::mem_level`].

@@ -70,7 +70,7 @@ impl Compression {
         use crate::deflate::raw::{Deflater, Inflater};
         Self {
             deflater: Deflater::new(
-                config.compression_level,
+                config.get_compression_level(),
                 params.compress_window_bits(role),
                 config.mem_level,
                 params.compress_no_context_takeover(role),
@@ -79,7 +79,7 @@ impl Compression {
                 params.decompress_window_bits(role),
                 params.decompress_no_context_takeover(role),
             ),
-            min_size: config.min_compress_size,
+            min_size: config.get_min_compress_size(),
         }
     }
 

@@ -227,7 +227,7 @@ impl WebSocketContext {
     /// Zeroed space to read socket bytes into. Always follow it with
     /// [`commit_input`](Self::commit_input), with 0 if the read failed.
     pub fn input_spare(&mut self) -> &mut [u8] {
-        self.codec.input.spare(self.config.read_buffer_size)
+        self.codec.input.spare(self.config.get_read_buffer_size())
     }
 
     /// Keeps `n` bytes read into [`input_spare`](Self::input_spare).
@@ -247,7 +247,9 @@ impl WebSocketContext {
     /// much with [`input_appended`](Self::input_appended), also after a
     /// read that returned nothing.
     pub fn input_buffer(&mut self) -> Limit<&mut BytesMut> {
-        self.codec.input.for_read(self.config.read_buffer_size)
+        self.codec
+            .input
+            .for_read(self.config.get_read_buffer_size())
     }
 
     /// `n` bytes were appended to [`input_buffer`](Self::input_buffer).
@@ -318,6 +320,6 @@ mod tests {
         // when drained, so this struct is most of its memory.
         let size = std::mem::size_of::<WebSocketContext>();
         println!("WebSocketContext: {size} bytes");
-        assert!(size <= 336, "{size} bytes");
+        assert!(size <= 312, "{size} bytes");
     }
 }

@@ -209,7 +209,8 @@ impl WebSocketContext {
     }
 
     fn should_write_out(&self) -> bool {
-        !self.codec.output.is_empty() && self.codec.output.len() >= self.config.write_buffer_size
+        !self.codec.output.is_empty()
+            && self.codec.output.len() >= self.config.get_write_buffer_size()
     }
 
     /// The connection failed (a deadline passed): `read` reports `error`
