@@ -35,7 +35,8 @@ pub struct Config {
     // `usize::MAX` for no limit: half the size of an `Option<usize>`.
     pub(crate) max_message_size: usize,
     pub(crate) max_frame_size: usize,
-    pub(crate) max_fragments: usize,
+    // `u32::MAX` for no limit.
+    max_fragments: u32,
     pub(crate) accept_unmasked_frames: bool,
     // Millisecond resolution keeps these small: every connection holds
     // its config.
@@ -124,7 +125,7 @@ impl Default for Config {
             max_write_buffer_size: size_to_u32(DEFAULT_MAX_WRITE_BUFFER_SIZE),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
-            max_fragments: DEFAULT_MAX_FRAGMENTS,
+            max_fragments: DEFAULT_MAX_FRAGMENTS as u32,
             accept_unmasked_frames: false,
             handshake_timeout: Millis::from(Some(DEFAULT_HANDSHAKE_TIMEOUT)),
             ping_interval: Millis::from(Some(DEFAULT_PING_INTERVAL)),
@@ -194,9 +195,9 @@ impl Config {
     ///
     /// Fragments cost no memory beyond their bytes, but each costs work, and
     /// empty ones would let a message stay open forever without reaching
-    /// `max_message_size`.
+    /// `max_message_size`. From `u32::MAX` up, no limit.
     pub fn max_fragments(mut self, frames: Option<usize>) -> Self {
-        self.max_fragments = frames.unwrap_or(NO_LIMIT);
+        self.max_fragments = frames.map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX));
         self
     }
 
@@ -334,7 +335,7 @@ impl Config {
 
     /// See [`Config::max_fragments`].
     pub fn get_max_fragments(&self) -> Option<usize> {
-        (self.max_fragments != NO_LIMIT).then_some(self.max_fragments)
+        (self.max_fragments != u32::MAX).then_some(self.max_fragments as usize)
     }
 
     /// `max_message_size`, or no limit.

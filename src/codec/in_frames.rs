@@ -8,7 +8,8 @@ use bytes::{Buf, Bytes, BytesMut};
 use crate::codec::read_sizing::{MAX_ADAPTIVE_READ, MAX_READ_STEP};
 use crate::error::ProtocolError;
 use crate::frame::{
-    FUSED_CHECK_MAX, FrameHeader, HeaderParse, apply_mask, apply_mask_at, unmask_and_check_ascii,
+    FUSED_CHECK_MAX, FrameHeader, HeaderParse, OpCode, apply_mask, apply_mask_at,
+    unmask_and_check_ascii,
 };
 
 /// Payloads smaller than this are copied out of the receive buffer rather
@@ -19,13 +20,47 @@ use crate::frame::{
 /// updates, and a buffer that cannot be reused in place).
 const SHARE_MIN: usize = 64 * 1024;
 
-/// The frame whose header has been read and whose payload is arriving.
+/// The frame whose header has been read and whose payload is arriving:
+/// its header, packed (every connection holds one of these), and how far
+/// its payload got.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct InFrame {
-    pub(super) header: FrameHeader,
+    pub(super) payload_len: u64,
     /// Payload bytes already unmasked in place (and handed to
     /// [`FrameCheck::payload`]).
     unmasked: usize,
+    mask: Option<[u8; 4]>,
+    opcode: OpCode,
+    /// FIN and RSV1-3, as bits 3 to 0.
+    flags: u8,
+}
+
+impl InFrame {
+    fn new(header: &FrameHeader) -> Self {
+        let bit = |set: bool, at: u8| u8::from(set) << at;
+        Self {
+            payload_len: header.payload_len,
+            unmasked: 0,
+            mask: header.mask,
+            opcode: header.opcode,
+            flags: bit(header.fin, 3)
+                | bit(header.rsv1, 2)
+                | bit(header.rsv2, 1)
+                | bit(header.rsv3, 0),
+        }
+    }
+
+    fn header(&self) -> FrameHeader {
+        FrameHeader {
+            fin: self.flags & 8 != 0,
+            rsv1: self.flags & 4 != 0,
+            rsv2: self.flags & 2 != 0,
+            rsv3: self.flags & 1 != 0,
+            opcode: self.opcode,
+            mask: self.mask,
+            payload_len: self.payload_len,
+        }
+    }
 }
 
 /// Received bytes, and the frame currently being read from them.
@@ -173,7 +208,7 @@ impl InFrames {
         check: &mut C,
     ) -> Result<Option<Frame<'_>>, C::Error> {
         let header = match self.current {
-            Some(frame) => frame.header,
+            Some(frame) => frame.header(),
             None => {
                 let (header, header_len) = match FrameHeader::parse(&self.buf)? {
                     HeaderParse::Partial => return Ok(None),
@@ -244,10 +279,7 @@ impl InFrames {
         // `advance` moves the start; `split_to` would create and drop a
         // shared handle.
         self.buf.advance(header_len);
-        self.current = Some(InFrame {
-            header,
-            unmasked: 0,
-        });
+        self.current = Some(InFrame::new(&header));
         let missing = (header.payload_len as usize).saturating_sub(self.buf.len());
         self.buf.reserve(missing.min(MAX_READ_STEP));
         self.large_frame_room = if header.payload_len > MAX_ADAPTIVE_READ as u64 {
@@ -265,10 +297,10 @@ impl InFrames {
         let Some(frame) = self.current.as_mut() else {
             return (0..0, false);
         };
-        let len = frame.header.payload_len as usize;
+        let len = frame.payload_len as usize;
         let available = self.buf.len().min(len);
         let range = frame.unmasked..available;
-        if let Some(mask) = frame.header.mask {
+        if let Some(mask) = frame.mask {
             apply_mask_at(&mut self.buf[range.clone()], mask, frame.unmasked);
         }
         frame.unmasked = available;

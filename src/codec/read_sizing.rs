@@ -107,7 +107,7 @@ impl InFrames {
     /// follows it in the buffer is copied to a new one when the payload is
     /// split off.
     fn large_frame_missing(&self) -> Option<usize> {
-        let len = self.current?.header.payload_len as usize;
+        let len = self.current?.payload_len as usize;
         (len > MAX_ADAPTIVE_READ).then(|| len.saturating_sub(self.buf.len()))
     }
 

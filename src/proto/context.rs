@@ -101,16 +101,9 @@ pub struct WebSocketContext {
     pub(super) flush_owed: bool,
     /// What permessage-deflate negotiated, if anything.
     pub(super) deflate: Option<DeflateParams>,
-    /// The subprotocol the handshake chose. Boxed twice to stay one word:
-    /// most connections choose none.
-    #[allow(
-        clippy::redundant_allocation,
-        reason = "a thin pointer: 8 bytes on every connection instead of 16"
-    )]
-    pub(super) subprotocol: Option<Box<Box<str>>>,
-    /// Boxed: most connections never negotiate compression, and an idle
-    /// connection should cost as few bytes as possible.
-    pub(super) compression: Option<Box<Compression>>,
+    /// The compression state and subprotocol, if the handshake negotiated
+    /// either: see [`compression`](Self::compression).
+    pub(super) negotiated: Option<Box<Negotiated>>,
     /// The message being received is compressed: its inflated bytes so far
     /// (boxed: one small allocation per compressed message, against 24
     /// bytes on every connection).
@@ -133,7 +126,28 @@ pub struct WebSocketContext {
     pub(super) shutting_down: bool,
 }
 
+/// What the handshake negotiated beyond RFC 6455 itself. Behind one
+/// pointer: most connections negotiate neither, and an idle connection
+/// should cost as few bytes as possible.
+#[derive(Debug)]
+pub(super) struct Negotiated {
+    pub(super) compression: Option<Compression>,
+    pub(super) subprotocol: Option<Box<str>>,
+}
+
 impl WebSocketContext {
+    /// The permessage-deflate state, if it was negotiated.
+    #[inline]
+    pub(super) fn compression(&self) -> Option<&Compression> {
+        self.negotiated.as_deref()?.compression.as_ref()
+    }
+
+    /// See [`compression`](Self::compression).
+    #[inline]
+    pub(super) fn compression_mut(&mut self) -> Option<&mut Compression> {
+        self.negotiated.as_deref_mut()?.compression.as_mut()
+    }
+
     /// A context for a connection whose opening handshake is done, without
     /// permessage-deflate.
     pub fn new(role: Role, config: Config) -> Self {
@@ -148,8 +162,14 @@ impl WebSocketContext {
     /// [`Config::deflate`], or its defaults. Without the `deflate` feature,
     /// `deflate` is ignored.
     pub fn with_deflate(role: Role, config: Config, deflate: Option<DeflateParams>) -> Self {
-        let compression =
-            compression::negotiated(role, deflate.as_ref(), config.get_deflate()).map(Box::new);
+        let compression = compression::negotiated(role, deflate.as_ref(), config.get_deflate());
+        let deflate = deflate.filter(|_| compression.is_some());
+        let negotiated = compression.map(|compression| {
+            Box::new(Negotiated {
+                compression: Some(compression),
+                subprotocol: None,
+            })
+        });
         Self {
             role,
             config,
@@ -160,9 +180,8 @@ impl WebSocketContext {
             pending_pong: None,
             pending_close: None,
             flush_owed: false,
-            deflate: deflate.filter(|_| compression.is_some()),
-            subprotocol: None,
-            compression,
+            deflate,
+            negotiated,
             inflating: None,
             delivered: None,
             deadline: None,
@@ -198,13 +217,22 @@ impl WebSocketContext {
     /// runs; a connection made otherwise has it from
     /// [`set_subprotocol`](Self::set_subprotocol).
     pub fn subprotocol(&self) -> Option<&str> {
-        self.subprotocol.as_deref().map(|protocol| &**protocol)
+        self.negotiated.as_deref()?.subprotocol.as_deref()
     }
 
     /// Records the subprotocol the handshake chose, for a handshake run
     /// outside lockgate (an HTTP server's upgrade).
     pub fn set_subprotocol(&mut self, protocol: Option<&str>) {
-        self.subprotocol = protocol.map(|protocol| Box::new(Box::from(protocol)));
+        match (&mut self.negotiated, protocol) {
+            (Some(negotiated), protocol) => negotiated.subprotocol = protocol.map(Box::from),
+            (None, Some(protocol)) => {
+                self.negotiated = Some(Box::new(Negotiated {
+                    compression: None,
+                    subprotocol: Some(protocol.into()),
+                }));
+            }
+            (None, None) => {}
+        }
     }
 
     /// This end's role.
@@ -320,6 +348,6 @@ mod tests {
         // when drained, so this struct is most of its memory.
         let size = std::mem::size_of::<WebSocketContext>();
         println!("WebSocketContext: {size} bytes");
-        assert!(size <= 312, "{size} bytes");
+        assert!(size <= 288, "{size} bytes");
     }
 }

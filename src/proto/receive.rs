@@ -67,11 +67,12 @@ impl WebSocketContext {
     }
 
     fn read_frames(&mut self) -> Result<Option<Message>> {
+        let negotiated = self.compression().is_some();
         loop {
             let mut check = HeaderAndText {
                 role: self.role,
                 config: &self.config,
-                negotiated: self.compression.is_some(),
+                negotiated,
                 fragments: &mut self.fragments,
                 text: &mut self.text,
                 inflating: &mut self.inflating,
@@ -111,7 +112,7 @@ impl WebSocketContext {
         let before = inflated.len();
         let max = self.config.message_limit();
         let text = self.text.is_some();
-        let compression = self.compression.as_mut().expect("negotiated");
+        let compression = self.compression_mut().expect("negotiated");
         compression.inflate(&payload, header.fin, &mut inflated, max, text)?;
         if let Some(validator) = self.text.as_mut() {
             validator

@@ -58,7 +58,7 @@ impl WebSocketContext {
         // not compressed, room in the buffer. Anything else (control
         // frames, compression, a full buffer, closing) takes the checked
         // path below.
-        let uncompressed = !may_compress || self.compression.is_none();
+        let uncompressed = !may_compress || self.compression().is_none();
         if self.state == State::Active && !opcode.is_control() && uncompressed {
             let len = payload.len();
             let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
@@ -85,7 +85,7 @@ impl WebSocketContext {
             return Err(Error::WriteBufferFull(rebuild_message(opcode, payload)));
         }
         if compress {
-            let compression = self.compression.as_mut().expect("checked above");
+            let compression = self.compression_mut().expect("checked above");
             let payload = compression.compress(&payload);
             self.push_frame_rsv1(opcode, payload, true);
         } else {
@@ -111,8 +111,7 @@ impl WebSocketContext {
         let len = msg.len();
         self.check_sendable(opcode, len)?;
         let compression = self
-            .compression
-            .as_deref()
+            .compression()
             .filter(|_| self.wants_compression(opcode, len));
         let Some(compression) = compression else {
             if !self.has_room_for(len)? {
@@ -130,7 +129,7 @@ impl WebSocketContext {
             if !self.has_room_for(compression::compressed_bound(len))? {
                 return Err(Error::WriteBufferFullPrepared(msg.clone()));
             }
-            let compression = self.compression.as_mut().expect("checked above");
+            let compression = self.compression_mut().expect("checked above");
             let payload = compression.compress(msg.payload());
             self.push_frame_rsv1(opcode, payload, true);
             return Ok(());
@@ -166,7 +165,7 @@ impl WebSocketContext {
     /// Whether a message of `len` bytes goes out compressed.
     #[inline]
     fn wants_compression(&self, opcode: OpCode, len: usize) -> bool {
-        !opcode.is_control() && self.compression.as_ref().is_some_and(|c| c.wants(len))
+        !opcode.is_control() && self.compression().is_some_and(|c| c.wants(len))
     }
 
     /// Whether a frame with `body` payload bytes fits in the out buffer now
@@ -268,7 +267,7 @@ impl WebSocketContext {
         if self.codec.output.is_empty() {
             self.flush_owed = false;
             self.codec.output.release_if_drained();
-            if let Some(compression) = self.compression.as_mut() {
+            if let Some(compression) = self.compression_mut() {
                 compression.release_idle();
             }
         }

