@@ -351,6 +351,28 @@ pub(crate) fn run_lockgate(job: Job, c: &Corpus, listener: &TcpListener, warm_up
     combine(lib, job, srv, cli)
 }
 
+/// The timed sending loop of a `Sink` peer: every message fed, the sink
+/// flushed after each if `flush_each`, and once at the end.
+async fn feed_all<M, W>(ws: &mut W, msgs: Vec<M>, flush_each: bool, lib: &str)
+where
+    W: futures_util::Sink<M> + Unpin,
+    W::Error: std::fmt::Debug,
+{
+    for m in msgs {
+        ws.feed(m)
+            .await
+            .unwrap_or_else(|e| panic!("{lib} feed: {e:?}"));
+        if flush_each {
+            SinkExt::flush(ws)
+                .await
+                .unwrap_or_else(|e| panic!("{lib} flush: {e:?}"));
+        }
+    }
+    SinkExt::flush(ws)
+        .await
+        .unwrap_or_else(|e| panic!("{lib} flush: {e:?}"));
+}
+
 fn to_tokio(s: TcpStream) -> tokio::net::TcpStream {
     s.set_nonblocking(true).expect("set_nonblocking");
     tokio::net::TcpStream::from_std(s).expect("register with tokio")
@@ -494,13 +516,7 @@ pub(crate) fn run_yawc(job: Job, c: &Corpus, listener: &TcpListener, warm_up: bo
                 let (w0, calls0) = (cnt.bytes().0, cnt.writes.load(Relaxed));
                 b.wait();
                 let t0 = Instant::now();
-                for f in frames {
-                    ws.feed(f).await.expect("yawc feed");
-                    if job.flush_each {
-                        SinkExt::flush(&mut ws).await.expect("yawc flush");
-                    }
-                }
-                SinkExt::flush(&mut ws).await.expect("yawc flush");
+                feed_all(&mut ws, frames, job.flush_each, "yawc").await;
                 end(t0, &cnt, w0, calls0, true)
             })
         });
@@ -679,13 +695,7 @@ pub(crate) fn run_sockudo(job: Job, c: &Corpus, listener: &TcpListener, warm_up:
                 let (w0, calls0) = (cnt.bytes().0, cnt.writes.load(Relaxed));
                 b.wait();
                 let t0 = Instant::now();
-                for m in msgs {
-                    ws.feed(m).await.expect("sockudo-ws feed");
-                    if job.flush_each {
-                        SinkExt::flush(&mut ws).await.expect("sockudo-ws flush");
-                    }
-                }
-                SinkExt::flush(&mut ws).await.expect("sockudo-ws flush");
+                feed_all(&mut ws, msgs, job.flush_each, "sockudo-ws").await;
                 end(t0, &cnt, w0, calls0, true)
             })
         });
