@@ -116,9 +116,11 @@ impl Compression {
     }
 
     /// Frees compression state no future message can need (see
-    /// `Deflater::release`): called once a burst of writes is flushed.
+    /// `Deflater::release` and `Inflater::release`): called once a burst of
+    /// writes is flushed and when the connection waits for the peer.
     pub(crate) fn release_idle(&mut self) {
         self.deflater.release();
+        self.inflater.release();
     }
 
     /// Inflates one frame of a compressed message into `out` (the message

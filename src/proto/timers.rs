@@ -48,6 +48,9 @@ impl WebSocketContext {
     pub fn waiting(&mut self, now: Instant) -> Option<Instant> {
         self.codec.input.release_if_drained();
         self.codec.output.release_if_drained();
+        if let Some(compression) = self.compression_mut() {
+            compression.release_idle();
+        }
         match self.state {
             State::Terminated => None,
             State::Active => {
