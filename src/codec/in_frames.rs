@@ -308,6 +308,8 @@ impl InFrames {
     }
 
     /// Consumes the buffer up to `payload.end` and returns the payload.
+    // `always`: called, it returns the `Bytes` through memory, and reloading
+    // it stalled on the store (perf: about 10 ns of a 60 ns small read).
     #[inline(always)]
     fn detach(&mut self, payload: Range<usize>) -> Bytes {
         if payload.len() < SHARE_MIN {
