@@ -30,8 +30,14 @@ const KEEP_WHEN_DRAINED: usize = 64 * 1024;
 /// partial write never shifts the remainder.
 #[derive(Debug, Default)]
 pub(crate) struct OutBuffer {
-    /// Frozen chunks that precede `tail`, oldest first.
-    queue: VecDeque<Bytes>,
+    /// Frozen chunks that precede `tail`, oldest first. Boxed, and only
+    /// while large payloads are on their way out: small frames never need
+    /// it, and an idle connection should not carry its 32 bytes.
+    #[expect(
+        clippy::box_collection,
+        reason = "one pointer instead of a 32-byte VecDeque on every connection"
+    )]
+    queue: Option<Box<VecDeque<Bytes>>>,
     /// The newest encoded bytes, after everything in `queue`.
     tail: BytesMut,
     len: usize,
@@ -67,8 +73,10 @@ impl OutBuffer {
             }
             None if payload_len >= ZERO_COPY_MIN => {
                 header.put(&mut self.tail);
-                self.queue.push_back(self.tail.split().freeze());
-                self.queue.push_back(payload);
+                let head = self.tail.split().freeze();
+                let queue = self.queue();
+                queue.push_back(head);
+                queue.push_back(payload);
             }
             None => {
                 self.tail.reserve(head_len + payload_len);
@@ -85,12 +93,19 @@ impl OutBuffer {
         self.len += frame.len();
         if frame.len() >= SHARE_ENCODED_MIN {
             if !self.tail.is_empty() {
-                self.queue.push_back(self.tail.split().freeze());
+                let before = self.tail.split().freeze();
+                self.queue().push_back(before);
             }
-            self.queue.push_back(frame.clone());
+            self.queue().push_back(frame.clone());
         } else {
             self.tail.extend_from_slice(frame);
         }
+    }
+
+    /// The queue of frozen chunks, created on first use.
+    #[inline]
+    fn queue(&mut self) -> &mut VecDeque<Bytes> {
+        self.queue.get_or_insert_with(Box::default)
     }
 
     /// The capacity left in the contiguous part (for tests of when the
@@ -106,10 +121,15 @@ impl OutBuffer {
     /// of a burst written out in pieces does not grow a new one.
     #[inline]
     pub(crate) fn release_if_drained(&mut self) {
+        if self.len != 0 {
+            return;
+        }
+        // Everything queued was written: `advance` emptied the queue.
+        self.queue = None;
         // `capacity` excludes what was consumed from the front, so ask
         // whether the whole allocation is above the bound (this also moves
         // the empty view back to its start).
-        if self.len == 0 && self.tail.try_reclaim(KEEP_WHEN_DRAINED + 1) {
+        if self.tail.try_reclaim(KEEP_WHEN_DRAINED + 1) {
             self.tail = BytesMut::new();
         }
     }
@@ -123,7 +143,7 @@ impl Buf for OutBuffer {
 
     #[inline]
     fn chunk(&self) -> &[u8] {
-        match self.queue.front() {
+        match self.queue.as_deref().and_then(VecDeque::front) {
             Some(front) => front,
             None => &self.tail,
         }
@@ -133,6 +153,7 @@ impl Buf for OutBuffer {
         let chunks = self
             .queue
             .iter()
+            .flat_map(|queue| queue.iter())
             .map(|b| &b[..])
             .chain((!self.tail.is_empty()).then_some(&self.tail[..]));
         let mut n = 0;
@@ -147,10 +168,10 @@ impl Buf for OutBuffer {
         assert!(cnt <= self.len, "advance past the end of the out buffer");
         self.len -= cnt;
         while cnt > 0 {
-            match self.queue.front_mut() {
+            match self.queue.as_deref_mut().and_then(VecDeque::front_mut) {
                 Some(front) if front.len() <= cnt => {
                     cnt -= front.len();
-                    self.queue.pop_front();
+                    self.queue.as_deref_mut().and_then(VecDeque::pop_front);
                 }
                 Some(front) => {
                     front.advance(cnt);
@@ -263,6 +284,21 @@ mod tests {
         let mut slices = [IoSlice::new(&[]); 4];
         assert_eq!(out.chunks_vectored(&mut slices), 2);
         assert_eq!(slices[1].as_ptr(), big.as_ptr());
+    }
+
+    #[test]
+    fn an_idle_buffer_holds_no_queue_of_large_payloads() {
+        let big = Bytes::from(vec![1u8; ZERO_COPY_MIN]);
+        let mut out = OutBuffer::default();
+        out.push_frame(&FrameHeader::new(OpCode::Binary, big.len() as u64), big);
+        assert!(out.queue.is_some());
+        // Partly written: the queue is still needed.
+        out.advance(10);
+        out.release_if_drained();
+        assert!(out.queue.is_some());
+        out.advance(out.len());
+        out.release_if_drained();
+        assert!(out.queue.is_none(), "an idle connection holds no queue");
     }
 
     #[test]

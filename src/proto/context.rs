@@ -348,6 +348,6 @@ mod tests {
         // when drained, so this struct is most of its memory.
         let size = std::mem::size_of::<WebSocketContext>();
         println!("WebSocketContext: {size} bytes");
-        assert!(size <= 288, "{size} bytes");
+        assert!(size <= 264, "{size} bytes");
     }
 }
