@@ -61,6 +61,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
         }
     }
 
+    /// [`poll_op`](Self::poll_op) for a read, which always ends with a
+    /// message. Its own path rather than `poll_op` plus an unwrap: the
+    /// buffered message is moved straight into the caller's result, which
+    /// measured faster than going through the `Option` (a wider reload of
+    /// narrower stores stalled there).
+    #[inline]
+    pub(crate) fn poll_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        wcx: &mut Context<'_>,
+    ) -> Poll<Result<Message>> {
+        match self.context.poll(Operation::Read)? {
+            Next::Message(msg) => Poll::Ready(Ok(msg)),
+            next => self
+                .poll_from(Operation::Read, next, cx, wcx)
+                .map_ok(|msg| msg.expect("a read ends with a message")),
+        }
+    }
+
     fn poll_from(
         &mut self,
         op: Operation,

@@ -90,13 +90,13 @@ fn poll_shared<S, T>(
     f(&mut lock(shared), cx, &mut wcx)
 }
 
-/// Polls `op` for the read half: its task waits for input and deadlines.
+/// Polls a read for the read half: its task waits for input and deadlines.
 fn poll_read_half<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared<S>,
     cx: &mut Context<'_>,
-) -> Poll<Result<Option<Message>>> {
+) -> Poll<Result<Message>> {
     poll_shared(shared, &shared.wakers.read_half, cx, |core, cx, wcx| {
-        core.poll_op(Operation::Read, cx, wcx)
+        core.poll_read(cx, wcx)
     })
 }
 
@@ -191,9 +191,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketReadHalf<S> {
     // Not an `async fn`: the future is one pointer (see
     // `WebSocketStream::read`).
     pub fn read(&mut self) -> impl Future<Output = Result<Message>> + '_ {
-        poll_fn(move |cx| {
-            poll_read_half(&self.shared, cx).map_ok(|msg| msg.expect("a read ends with a message"))
-        })
+        poll_fn(move |cx| poll_read_half(&self.shared, cx))
     }
 
     /// Whether `other` is the write half split from the same stream.

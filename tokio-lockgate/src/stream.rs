@@ -177,8 +177,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     // read is 40 bytes smaller.
     pub fn read(&mut self) -> impl Future<Output = Result<Message>> + '_ {
         poll_fn(move |cx| {
-            self.poll_op(Operation::Read, cx)
-                .map_ok(|msg| msg.expect("a read ends with a message"))
+            let mut wcx = Context::from_waker(cx.waker());
+            self.core.poll_read(cx, &mut wcx)
         })
     }
 
@@ -285,10 +285,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
 /// the connection is over every read fails with `AlreadyClosed`, so the
 /// stream stays ended without a flag of its own.
 #[inline]
-pub(crate) fn stream_item(result: Result<Option<Message>>) -> Option<Result<Message>> {
+pub(crate) fn stream_item(result: Result<Message>) -> Option<Result<Message>> {
     match result {
         Err(Error::ConnectionClosed | Error::AlreadyClosed) => None,
-        other => Some(other.map(|msg| msg.expect("a read ends with a message"))),
+        other => Some(other),
     }
 }
 
@@ -298,7 +298,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Stream for WebSocketStream<S> {
     /// Yields messages; ends after the closing handshake completes. A
     /// protocol error is yielded once, then the stream ends.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.get_mut().poll_op(Operation::Read, cx).map(stream_item)
+        let mut wcx = Context::from_waker(cx.waker());
+        self.get_mut().core.poll_read(cx, &mut wcx).map(stream_item)
     }
 }
 
