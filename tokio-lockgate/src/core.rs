@@ -17,8 +17,9 @@ use tokio_util::io::{poll_read_buf, poll_write_buf};
 /// deadline.
 ///
 /// All progress lives in the context (bytes read are committed, bytes
-/// written are consumed), so a future built on [`Core::poll_op`] can be
-/// dropped at any `Pending` without losing anything.
+/// written are consumed), so a future built on [`Core::poll_read`] or
+/// [`Core::poll_write`] can be dropped at any `Pending` without losing
+/// anything.
 #[derive(Debug)]
 pub(crate) struct Core<S> {
     pub(crate) stream: S,
@@ -40,32 +41,14 @@ impl<S> Core<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
-    /// Runs `op` until it completes or must wait; `Some` only for a read.
+    /// Runs a read until it has a message or must wait.
     ///
-    /// Reads and the timer register `cx`; writes register `wcx`, which a
-    /// split connection uses to wake both halves.
-    #[inline]
-    pub(crate) fn poll_op(
-        &mut self,
-        op: Operation,
-        cx: &mut Context<'_>,
-        wcx: &mut Context<'_>,
-    ) -> Poll<Result<Option<Message>>> {
-        // Most writes only queue and most reads find a message already
-        // buffered: those answers are checked inline, and the loop is
-        // entered only when there is I/O to do.
-        match self.context.poll(op)? {
-            Next::Done => Poll::Ready(Ok(None)),
-            Next::Message(msg) => Poll::Ready(Ok(Some(msg))),
-            next => self.poll_from(op, next, cx, wcx),
-        }
-    }
-
-    /// [`poll_op`](Self::poll_op) for a read, which always ends with a
-    /// message. Its own path rather than `poll_op` plus an unwrap: the
-    /// buffered message is moved straight into the caller's result, which
-    /// measured faster than going through the `Option` (a wider reload of
-    /// narrower stores stalled there).
+    /// The read and the timer register `cx`; output owed on the way
+    /// registers `wcx`, which a split connection uses to wake both halves.
+    /// A message already buffered (the usual case) is answered inline, and
+    /// the loop is entered only when there is I/O to do; it is moved
+    /// straight into the result, not through an `Option` (measured faster:
+    /// a wider reload of narrower stores stalled there).
     #[inline]
     pub(crate) fn poll_read(
         &mut self,
@@ -77,6 +60,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
             next => self
                 .poll_from(Operation::Read, next, cx, wcx)
                 .map_ok(|msg| msg.expect("a read ends with a message")),
+        }
+    }
+
+    /// Runs what a write, flush or close owes until it is done or must
+    /// wait; the stream registers `wcx`. Most writes only queue: that
+    /// answer is checked inline.
+    #[inline]
+    pub(crate) fn poll_write(&mut self, wcx: &mut Context<'_>) -> Poll<Result<()>> {
+        match self.context.poll(Operation::Write)? {
+            Next::Done => Poll::Ready(Ok(())),
+            next => {
+                let mut cx = Context::from_waker(wcx.waker());
+                self.poll_from(Operation::Write, next, &mut cx, wcx)
+                    .map_ok(drop)
+            }
         }
     }
 

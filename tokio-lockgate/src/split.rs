@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use futures_core::Stream;
 use futures_sink::Sink;
-use lockgate::{CloseFrame, Config, Error, Message, Operation, PreparedMessage, Result};
+use lockgate::{CloseFrame, Config, Error, Message, PreparedMessage, Result};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::core::Core;
@@ -100,15 +100,13 @@ fn poll_read_half<S: AsyncRead + AsyncWrite + Unpin>(
     })
 }
 
-/// Polls `op` (a write or flush) for the write half.
+/// Polls a write, flush or close for the write half.
 fn poll_write_half<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared<S>,
-    op: Operation,
     cx: &mut Context<'_>,
 ) -> Poll<Result<()>> {
     poll_shared(shared, &shared.wakers.write_half, cx, |core, _, wcx| {
-        let mut wcx2 = Context::from_waker(wcx.waker());
-        core.poll_op(op, wcx, &mut wcx2).map_ok(drop)
+        core.poll_write(wcx)
     })
 }
 
@@ -229,7 +227,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
     /// As for [`WebSocketStream::write`].
     pub async fn write(&mut self, msg: Message) -> Result<()> {
         lock(&self.shared).context.write(msg)?;
-        poll_fn(|cx| poll_write_half(&self.shared, Operation::Write, cx)).await
+        poll_fn(|cx| poll_write_half(&self.shared, cx)).await
     }
 
     /// [`write`](Self::write), but never compressed; see
@@ -240,7 +238,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
     /// As for [`write`](Self::write).
     pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
         lock(&self.shared).context.write_uncompressed(msg)?;
-        poll_fn(|cx| poll_write_half(&self.shared, Operation::Write, cx)).await
+        poll_fn(|cx| poll_write_half(&self.shared, cx)).await
     }
 
     /// Queues a [`PreparedMessage`]; see [`WebSocketStream::write_prepared`].
@@ -250,7 +248,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
     /// As for [`WebSocketStream::write_prepared`].
     pub async fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         lock(&self.shared).context.write_prepared(msg)?;
-        poll_fn(|cx| poll_write_half(&self.shared, Operation::Write, cx)).await
+        poll_fn(|cx| poll_write_half(&self.shared, cx)).await
     }
 
     /// Writes everything and flushes; see [`WebSocketStream::flush`].
@@ -260,7 +258,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
     /// [`Error::Io`].
     pub async fn flush(&mut self) -> Result<()> {
         lock(&self.shared).context.flush();
-        poll_fn(|cx| poll_write_half(&self.shared, Operation::Write, cx)).await
+        poll_fn(|cx| poll_write_half(&self.shared, cx)).await
     }
 
     /// [`write`](Self::write) then [`flush`](Self::flush).
@@ -297,7 +295,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketWriteHalf<S> 
     type Error = Error;
 
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        poll_write_half(&self.shared, Operation::Write, cx)
+        poll_write_half(&self.shared, cx)
     }
 
     fn start_send(self: Pin<&mut Self>, msg: Message) -> Result<()> {
@@ -306,7 +304,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketWriteHalf<S> 
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         lock(&self.shared).context.flush();
-        poll_write_half(&self.shared, Operation::Write, cx)
+        poll_write_half(&self.shared, cx)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
@@ -318,6 +316,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketWriteHalf<S> 
             }
             context.flush();
         }
-        poll_write_half(&self.shared, Operation::Write, cx)
+        poll_write_half(&self.shared, cx)
     }
 }

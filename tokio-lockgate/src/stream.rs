@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 use futures_sink::Sink;
 use lockgate::{
-    CloseFrame, Config, Error, Message, Operation, PreparedMessage, Result, Role, WebSocketContext,
+    CloseFrame, Config, Error, Message, PreparedMessage, Result, Role, WebSocketContext,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -151,13 +151,9 @@ impl<S> WebSocketStream<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
-    /// Runs `op` on the connection until it completes.
-    async fn run(&mut self, op: Operation) -> Result<Option<Message>> {
-        poll_fn(|cx| {
-            let mut wcx = Context::from_waker(cx.waker());
-            self.core.poll_op(op, cx, &mut wcx)
-        })
-        .await
+    /// Runs what a write, flush or close owes until it is done.
+    async fn run_write(&mut self) -> Result<()> {
+        poll_fn(|cx| self.core.poll_write(cx)).await
     }
 
     /// Reads the next message. Cancel-safe.
@@ -193,7 +189,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// means the message is queued and the stream failed.
     pub async fn write(&mut self, msg: Message) -> Result<()> {
         self.core.context.write(msg)?;
-        self.run(Operation::Write).await.map(drop)
+        self.run_write().await
     }
 
     /// [`write`](Self::write), but never compressed, whatever
@@ -205,7 +201,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// As for [`write`](Self::write).
     pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
         self.core.context.write_uncompressed(msg)?;
-        self.run(Operation::Write).await.map(drop)
+        self.run_write().await
     }
 
     /// [`write`](Self::write) for a [`PreparedMessage`]: encoded once for
@@ -218,7 +214,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// message back in [`Error::WriteBufferFullPrepared`].
     pub async fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.core.context.write_prepared(msg)?;
-        self.run(Operation::Write).await.map(drop)
+        self.run_write().await
     }
 
     /// Writes everything queued and flushes the stream. Cancel-safe.
@@ -228,7 +224,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// [`Error::Io`].
     pub async fn flush(&mut self) -> Result<()> {
         self.core.context.flush();
-        self.run(Operation::Write).await.map(drop)
+        self.run_write().await
     }
 
     /// [`write`](Self::write) then [`flush`](Self::flush).
@@ -273,12 +269,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     pub fn split(self) -> (WebSocketWriteHalf<S>, WebSocketReadHalf<S>) {
         split(self)
     }
-
-    /// Polls `op` from a `Stream`/`Sink` method.
-    fn poll_op(&mut self, op: Operation, cx: &mut Context<'_>) -> Poll<Result<Option<Message>>> {
-        let mut wcx = Context::from_waker(cx.waker());
-        self.core.poll_op(op, cx, &mut wcx)
-    }
 }
 
 /// Maps the end of the closing handshake to the end of the stream. Once
@@ -309,7 +299,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketStream<S> {
     /// Ready once the out buffer is below `write_buffer_size` (it writes, it
     /// does not flush) and any owed pong or close reply is out.
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        self.get_mut().poll_op(Operation::Write, cx).map_ok(drop)
+        self.get_mut().core.poll_write(cx)
     }
 
     /// Queues the message ([`SinkExt::feed`](https://docs.rs/futures/latest/futures/sink/trait.SinkExt.html#method.feed)
@@ -321,7 +311,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketStream<S> {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
         this.core.context.flush();
-        this.poll_op(Operation::Write, cx).map_ok(drop)
+        this.core.poll_write(cx)
     }
 
     /// Sends a close frame (if none was sent) and flushes. Read on to
@@ -333,7 +323,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketStream<S> {
             Err(e) => return Poll::Ready(Err(e)),
         }
         this.core.context.flush();
-        this.poll_op(Operation::Write, cx).map_ok(drop)
+        this.core.poll_write(cx)
     }
 }
 
