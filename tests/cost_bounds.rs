@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 
 use lockgate::deflate::DeflateParams;
 use lockgate::frame::OpCode;
+use lockgate::handshake::{Exchange, Proxy, Step};
 use lockgate::{
-    CapacityError, CloseCode, Config, Error, Message, Role, WebSocket, WebSocketContext,
+    CapacityError, CloseCode, Config, Error, HandshakeError, Message, Role, WebSocket,
+    WebSocketContext,
 };
 use support::{CountingAlloc, HeapUse, MockStream, ReadStep, frame, parse_frames, take_output};
 
@@ -173,6 +175,41 @@ fn headers_straddling_reads_cost_no_read_buffer_per_fragment() {
         Message::Binary(payload.into())
     );
     assert!(ws.get_ref().read_calls > len, "one read per fragment");
+}
+
+/// The peak heap while a proxy tunnel takes a refusal whose body came in
+/// the same read as its head.
+fn peak_refused_by_proxy(body: &[u8]) -> (usize, String) {
+    let mut answer = b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/html\r\n\r\n".to_vec();
+    answer.extend_from_slice(body);
+    let now = Instant::now();
+    let proxy = Proxy::http("http://proxy.test:3128").expect("a valid proxy URL");
+    let heap = HeapUse::start();
+    let mut tunnel = proxy.tunnel("example.com", 443, None);
+    assert!(matches!(tunnel.poll(now), Step::Transmit(_)));
+    tunnel.receive(&answer, now);
+    let Step::Done(Err(Error::Handshake(HandshakeError::ProxyRefused(refusal)))) = tunnel.poll(now)
+    else {
+        panic!("the 403 is a refusal");
+    };
+    (heap.peak(), refusal.body)
+}
+
+#[test]
+fn a_refusal_body_costs_its_bytes_whatever_they_are() {
+    let _serial = one_at_a_time();
+    // Text decodes in place; invalid bytes each become a 3-byte U+FFFD if
+    // the whole body is decoded, where the error keeps one short line.
+    let len = MIB;
+    let (text, text_summary) = peak_refused_by_proxy(&vec![b'x'; len]);
+    let (invalid, invalid_summary) = peak_refused_by_proxy(&vec![0xff; len]);
+    println!("1 MiB refusal body: peak {text} B as text, {invalid} B as invalid UTF-8");
+    assert_eq!(text_summary, format!("{}…", "x".repeat(120)));
+    assert_eq!(invalid_summary, format!("{}…", "\u{fffd}".repeat(120)));
+    assert!(
+        invalid <= text + 16 * KIB,
+        "{invalid} B for invalid bytes against {text} B for text"
+    );
 }
 
 #[test]
