@@ -549,8 +549,9 @@ fn frame_header(corpus: &mut Corpus) {
     );
 }
 
-/// Proxy answers to CONNECT: accepted in HTTP/1.0 and 1.1, refused,
-/// split across reads, and followed by stray bytes.
+/// Proxy answers to CONNECT: accepted in HTTP/1.0 and 1.1, refused (with
+/// a large invalid body too), split across reads, and followed by stray
+/// bytes.
 fn proxy_tunnel(corpus: &mut Corpus) {
     let answers: [(&str, &[u8]); 5] = [
         ("ok_11", b"HTTP/1.1 200 Connection established\r\n\r\n"),
@@ -586,6 +587,22 @@ fn proxy_tunnel(corpus: &mut Corpus) {
         "proxy_tunnel",
         "ok_split",
         [&[0, 0][..], &split.encode(), answers[0].1].concat(),
+    );
+    // A refusal with 256 KiB of invalid UTF-8 after its head, in one read:
+    // describing the body must not cost more than the body.
+    let head = b"HTTP/1.1 403 Forbidden\r\n\r\n";
+    let body = [0xff; 1024];
+    let repeated = Shape {
+        repeat: 255,
+        from: head.len() as u16,
+        to: (head.len() + body.len()) as u16,
+        ..Shape::default()
+    };
+    add(
+        corpus,
+        "proxy_tunnel",
+        "forbidden_invalid_body",
+        [&[0, 0][..], &repeated.encode(), head, &body].concat(),
     );
 }
 
