@@ -55,7 +55,7 @@ fn handle(stream: TcpStream) {
             }
             // Pongs to pings and the close reply are queued by the library
             // and flushed on the next call.
-            Ok(Message::Ping(_) | Message::Pong(_) | Message::Close(_)) => {}
+            Ok(Message::Ping(_) | Message::Pong(_) | Message::Close(_) | Message::Frame(_)) => {}
             // The closing handshake is complete: drop the TCP connection, as
             // a server should.
             Err(Error::ConnectionClosed | Error::AlreadyClosed) => break,

@@ -167,7 +167,7 @@ impl Config {
     /// [`Error::WriteBufferFull`](crate::Error::WriteBufferFull) and handed
     /// back; pongs and close replies are exempt (they are small and bounded).
     /// A message that is larger than this on its own is refused with
-    /// [`CapacityError::MessageTooLarge`](crate::CapacityError::MessageTooLarge).
+    /// [`CapacityError::MessageTooLong`](crate::CapacityError::MessageTooLong).
     /// 4 GiB or more means no limit (`usize::MAX` when read back).
     pub fn max_write_buffer_size(mut self, bytes: usize) -> Self {
         self.max_write_buffer_size = size_to_u32(bytes);

@@ -18,7 +18,7 @@ use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, HandshakeError, Result, TimeoutKind};
+use crate::error::{Error, Result, TimeoutKind, UrlError};
 use crate::handshake::{Callback, ClientOptions, Exchange, IntoClientRequest, ServerOptions, Step};
 use crate::read_timeout::{self, ReadTimer};
 use crate::websocket::WebSocket;
@@ -50,7 +50,7 @@ pub fn accept<S: Read + Write + 'static>(stream: S) -> Result<WebSocket<S>> {
 /// # Errors
 ///
 /// As for [`accept`]; a refusal by the callback is
-/// [`HandshakeError::Rejected`], after its response was written.
+/// [`Error::Http`], after its response was written.
 pub fn accept_hdr<S: Read + Write + 'static, C: Callback>(
     stream: S,
     callback: C,
@@ -83,7 +83,7 @@ pub fn client<S: Read + Write + 'static, R: IntoClientRequest>(
 ///
 /// # Errors
 ///
-/// [`HandshakeError::BadUrl`] for `wss://` (this function has no TLS; wrap
+/// [`Error::Url`] for `wss://` (this function has no TLS; wrap
 /// a TLS stream and use [`client`]), resolution and connection errors as
 /// [`Error::Io`], and the errors of [`client`].
 pub fn connect<R: IntoClientRequest>(
@@ -145,10 +145,7 @@ impl ClientOptions {
         let uri = handshake.get_ref().request().uri();
         let route = options.route(uri)?;
         if route.secure {
-            return Err(HandshakeError::BadUrl(format!(
-                "{uri}: connect supports ws:// only (wrap a TLS stream and use client)"
-            ))
-            .into());
+            return Err(UrlError::TlsFeatureNotEnabled.into());
         }
         let deadline = handshake.deadline();
         let (hop_host, hop_port) = route.first_hop();

@@ -1,10 +1,17 @@
 //! Errors, one enum per layer, gathered in [`Error`].
+//!
+//! The variants tungstenite has keep its names and shapes (`Error::Http`,
+//! `Error::Url`, `Error::Utf8(String)`, `ProtocolError::*`,
+//! `CapacityError::MessageTooLong`), so code that matches on them ports by
+//! renaming the crate; lockgate's own (`Timeout`, `Handshake`,
+//! `WriteBufferFullPrepared`) sit beside them.
 
-use std::io;
+use std::{fmt, io, str, string};
 
 use crate::frame::{CloseCode, OpCode};
 use crate::message::Message;
 use crate::prepared::PreparedMessage;
+use crate::protocol::frame::coding::Data;
 
 /// Everything that can go wrong on a WebSocket.
 ///
@@ -13,7 +20,40 @@ use crate::prepared::PreparedMessage;
 /// [`Error::WriteBufferFull`] (flush, then try the same message again) and
 /// [`Error::Io`] with [`io::ErrorKind::WouldBlock`] on non-blocking streams
 /// (call again once the socket is ready).
-#[derive(Debug, thiserror::Error)]
+///
+/// # Examples
+///
+/// Telling a normal end from a failure, and a refused upgrade from the
+/// rest:
+///
+/// ```no_run
+/// use lockgate::{Error, Message};
+///
+/// match lockgate::connect("ws://127.0.0.1:9001/feed") {
+///     Ok((mut ws, _response)) => loop {
+///         match ws.read() {
+///             Ok(Message::Text(text)) => println!("{text}"),
+///             Ok(_) => {}
+///             // The closing handshake completed: not a failure.
+///             Err(Error::ConnectionClosed) => break,
+///             Err(Error::Protocol(e)) => {
+///                 // The peer broke RFC 6455; the close frame went out with
+///                 // this code.
+///                 eprintln!("protocol error: {e} ({:?})", e.close_code());
+///                 break;
+///             }
+///             Err(e) => {
+///                 eprintln!("connection failed: {e}");
+///                 break;
+///             }
+///         }
+///     },
+///     // The server answered the upgrade with something other than 101.
+///     Err(Error::Http(response)) => eprintln!("refused with {}", response.status()),
+///     Err(e) => eprintln!("could not connect: {e}"),
+/// }
+/// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The closing handshake completed. Returned once by `read`; the
@@ -27,36 +67,155 @@ pub enum Error {
     /// The underlying stream failed, or would block.
     #[error("i/o error: {0}")]
     Io(#[from] io::Error),
+    /// The TLS layer of a `wss://` connection failed: the certificate was
+    /// refused, the server name is not valid, or the TLS library failed.
+    #[error("TLS error: {0}")]
+    Tls(#[from] TlsError),
+    /// A size limit from [`Config`](crate::Config) was exceeded.
+    #[error("capacity exceeded: {0}")]
+    Capacity(#[from] CapacityError),
     /// The peer broke RFC 6455. The connection is failing: a close frame with
     /// [`ProtocolError::close_code`] has been queued.
     #[error("protocol error: {0}")]
     Protocol(#[from] ProtocolError),
-    /// A size limit from [`Config`](crate::Config) was exceeded.
-    #[error("capacity exceeded: {0}")]
-    Capacity(#[from] CapacityError),
     /// The message did not fit in the out buffer under
     /// `max_write_buffer_size`. It is handed back exactly as given; nothing
     /// of it was written. Flush, then write it again.
     #[error("write buffer full")]
-    WriteBufferFull(Message),
+    WriteBufferFull(Box<Message>),
     /// [`WriteBufferFull`](Error::WriteBufferFull) for
     /// [`write_prepared`](crate::WebSocketContext::write_prepared): the
     /// prepared message is handed back; nothing of it was written.
     #[error("write buffer full")]
     WriteBufferFullPrepared(PreparedMessage),
-    /// The opening handshake failed, or could not start (a bad URL, a
-    /// proxy's refusal). Its message says which.
+    /// Bytes read as text are not UTF-8: a payload read with
+    /// [`Message::to_text`] or [`Message::into_text`], or a header value.
+    /// The connection is unaffected. (A text message from the peer that
+    /// is not UTF-8 fails the connection with
+    /// [`ProtocolError::InvalidUtf8`] instead.)
+    #[error("UTF-8 encoding error: {0}")]
+    Utf8(String),
+    /// Kept so that code matching tungstenite's errors compiles; lockgate
+    /// never returns it: an oversized handshake head is
+    /// [`HandshakeFailure::HeadTooLarge`] or
+    /// [`CapacityError::TooManyHeaders`].
+    #[error("attack attempt detected")]
+    AttackAttempt,
+    /// The URL (or request) cannot be used for a WebSocket connection.
+    #[error("invalid WebSocket URL: {0}")]
+    Url(#[from] UrlError),
+    /// The opening handshake ended with this HTTP response instead of
+    /// `101 Switching Protocols`: the server's refusal as a client
+    /// received it, with the start of its body that came with the head
+    /// (`None` if none did), or, on a server, the refusal its
+    /// [`Callback`](crate::handshake::Callback) returned (as sent).
+    #[error("{}", refused_upgrade(.0))]
+    Http(Box<http::Response<Option<Vec<u8>>>>),
+    /// An HTTP type could not be built: an invalid header name or value,
+    /// URI or status code (for example in a request built by hand).
+    #[error("HTTP format error: {0}")]
+    HttpFormat(#[from] http::Error),
+    /// The opening handshake failed for a reason lockgate describes on its
+    /// own: a malformed request or response, a head too large, a proxy's
+    /// refusal. Its message says which.
     #[error("{0}")]
-    Handshake(#[from] HandshakeError),
-    /// A payload read as text ([`Message::to_text`],
-    /// [`Message::into_text`]) is not UTF-8. The connection is unaffected.
-    #[error("the payload is not valid UTF-8")]
-    Utf8,
+    Handshake(#[from] HandshakeFailure),
     /// A deadline from [`Config`](crate::Config) passed: the connection is
     /// over (for [`TimeoutKind::Keepalive`], a close frame with 1011 was
     /// queued and sent if the stream took it).
     #[error("timed out: {0}")]
     Timeout(TimeoutKind),
+}
+
+/// As derived, except that an HTTP response's body shows as a byte string
+/// (`b"<html>..."`), not as a list of numbers.
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::ConnectionClosed => f.write_str("ConnectionClosed"),
+            Error::AlreadyClosed => f.write_str("AlreadyClosed"),
+            Error::Io(e) => f.debug_tuple("Io").field(e).finish(),
+            Error::Tls(e) => f.debug_tuple("Tls").field(e).finish(),
+            Error::Capacity(e) => f.debug_tuple("Capacity").field(e).finish(),
+            Error::Protocol(e) => f.debug_tuple("Protocol").field(e).finish(),
+            Error::WriteBufferFull(m) => f.debug_tuple("WriteBufferFull").field(m).finish(),
+            Error::WriteBufferFullPrepared(m) => {
+                f.debug_tuple("WriteBufferFullPrepared").field(m).finish()
+            }
+            Error::Utf8(e) => f.debug_tuple("Utf8").field(e).finish(),
+            Error::AttackAttempt => f.write_str("AttackAttempt"),
+            Error::Url(e) => f.debug_tuple("Url").field(e).finish(),
+            Error::Http(response) => {
+                let body = response
+                    .body()
+                    .as_deref()
+                    .map(bytes::Bytes::copy_from_slice);
+                f.debug_tuple("Http")
+                    .field(&format_args!(
+                        "Response {{ status: {:?}, version: {:?}, headers: {:?}, body: {:?} }}",
+                        response.status(),
+                        response.version(),
+                        response.headers(),
+                        body
+                    ))
+                    .finish()
+            }
+            Error::HttpFormat(e) => f.debug_tuple("HttpFormat").field(e).finish(),
+            Error::Handshake(e) => f.debug_tuple("Handshake").field(e).finish(),
+            Error::Timeout(kind) => f.debug_tuple("Timeout").field(kind).finish(),
+        }
+    }
+}
+
+impl From<str::Utf8Error> for Error {
+    fn from(error: str::Utf8Error) -> Self {
+        Error::Utf8(error.to_string())
+    }
+}
+
+impl From<string::FromUtf8Error> for Error {
+    fn from(error: string::FromUtf8Error) -> Self {
+        Error::Utf8(error.to_string())
+    }
+}
+
+impl From<http::header::InvalidHeaderValue> for Error {
+    fn from(error: http::header::InvalidHeaderValue) -> Self {
+        Error::HttpFormat(error.into())
+    }
+}
+
+impl From<http::header::InvalidHeaderName> for Error {
+    fn from(error: http::header::InvalidHeaderName) -> Self {
+        Error::HttpFormat(error.into())
+    }
+}
+
+impl From<http::header::ToStrError> for Error {
+    fn from(error: http::header::ToStrError) -> Self {
+        Error::Utf8(error.to_string())
+    }
+}
+
+impl From<http::uri::InvalidUri> for Error {
+    fn from(error: http::uri::InvalidUri) -> Self {
+        Error::HttpFormat(error.into())
+    }
+}
+
+impl From<http::status::InvalidStatusCode> for Error {
+    fn from(error: http::status::InvalidStatusCode) -> Self {
+        Error::HttpFormat(error.into())
+    }
+}
+
+impl From<httparse::Error> for Error {
+    fn from(error: httparse::Error) -> Self {
+        match error {
+            httparse::Error::TooManyHeaders => Error::Capacity(CapacityError::TooManyHeaders),
+            error => Error::Protocol(ProtocolError::HttparseError(error)),
+        }
+    }
 }
 
 /// Which deadline passed (see [`Error::Timeout`]).
@@ -109,45 +268,126 @@ impl Error {
     pub fn close_code(&self) -> Option<CloseCode> {
         match self {
             Error::Protocol(e) => e.close_code(),
-            Error::Capacity(e) => Some(e.close_code()),
+            Error::Capacity(e) => e.close_code(),
             Error::Timeout(TimeoutKind::Keepalive) => Some(CloseCode::Error),
             _ => None,
+        }
+    }
+
+    /// The non-UTF-8 error of a payload read as text.
+    pub(crate) fn not_utf8(bytes: &[u8]) -> Error {
+        match str::from_utf8(bytes) {
+            Err(error) => error.into(),
+            Ok(_) => Error::Utf8("invalid UTF-8".to_owned()),
         }
     }
 }
 
 /// A violation of RFC 6455 by the peer (or, for the `Send*` variants, a
 /// misuse by the caller).
+///
+/// The names are tungstenite's where the meaning is the same. Variants
+/// marked *opening handshake* describe a request or response that is not a
+/// valid upgrade; the rest fail an open connection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProtocolError {
+    /// *Opening handshake*: a method other than GET.
+    #[error("unsupported HTTP method (a WebSocket upgrade uses GET)")]
+    WrongHttpMethod,
+    /// *Opening handshake*: an HTTP version other than 1.1.
+    #[error("HTTP version must be 1.1")]
+    WrongHttpVersion,
+    /// *Opening handshake*: no `Connection: upgrade`.
+    #[error("no \"Connection: upgrade\" header")]
+    MissingConnectionUpgradeHeader,
+    /// *Opening handshake*: no `Upgrade: websocket`.
+    #[error("no \"Upgrade: websocket\" header")]
+    MissingUpgradeWebSocketHeader,
+    /// *Opening handshake*: no `Sec-WebSocket-Version: 13`.
+    #[error("no \"Sec-WebSocket-Version: 13\" header")]
+    MissingSecWebSocketVersionHeader,
+    /// *Opening handshake*: no `Sec-WebSocket-Key`.
+    #[error("no \"Sec-WebSocket-Key\" header")]
+    MissingSecWebSocketKey,
+    /// *Opening handshake*: a `Sec-WebSocket-Key` that is not 16 bytes in
+    /// base64.
+    #[error("invalid \"Sec-WebSocket-Key\" header value")]
+    InvalidSecWebSocketKey,
+    /// *Opening handshake*: the server's `Sec-WebSocket-Accept` is missing
+    /// or does not match the key.
+    #[error("key mismatch in \"Sec-WebSocket-Accept\" header")]
+    SecWebSocketAcceptKeyMismatch,
+    /// *Opening handshake*: the server's `Sec-WebSocket-Protocol` does not
+    /// fit what the client offered.
+    #[error("subprotocol error: {0}")]
+    SecWebSocketSubProtocolError(SubProtocolError),
+    /// *Opening handshake*: kept so that code matching tungstenite's
+    /// errors compiles; lockgate never returns it: bytes after the request
+    /// head are the client's first frames, and are read as such.
+    #[error("junk after client request")]
+    JunkAfterRequest,
+    /// *Opening handshake*: a server callback refused with a 2xx status.
+    #[error("a refusal must not have a successful status")]
+    CustomResponseSuccessful,
+    /// *Opening handshake*: a header is missing, repeated or invalid.
+    #[error("missing, duplicated or incorrect header {0}")]
+    InvalidHeader(Box<http::HeaderName>),
+    /// *Opening handshake*: the connection ended before the head was
+    /// complete.
+    #[error("the connection ended during the WebSocket handshake")]
+    HandshakeIncomplete,
+    /// *Opening handshake*: the head is not HTTP.
+    #[error("malformed HTTP in the WebSocket handshake: {0}")]
+    HttparseError(httparse::Error),
+    /// The caller tried to send a data message after a close frame was sent.
+    #[error("sending after a close frame was sent")]
+    SendAfterClosing,
+    /// A data frame arrived after the peer's close frame.
+    #[error("frame received after the peer's close frame")]
+    ReceivedAfterClosing,
+    /// RSV1, RSV2 or RSV3 was set without an extension that defines it.
+    #[error("reserved bits set without a negotiated extension")]
+    NonZeroReservedBits,
     /// A server received a frame without a mask.
     #[error("client frame is not masked")]
     UnmaskedFrameFromClient,
     /// A client received a masked frame.
     #[error("server frame is masked")]
     MaskedFrameFromServer,
-    /// RSV1, RSV2 or RSV3 was set without an extension that defines it.
-    #[error("reserved bits set without a negotiated extension")]
-    NonZeroReservedBits,
-    /// An opcode the RFC reserves.
-    #[error("reserved opcode {0:#x}")]
-    ReservedOpCode(u8),
-    /// The 64-bit payload length had its most significant bit set.
-    #[error("payload length has the most significant bit set")]
-    InvalidPayloadLength,
     /// A control frame without FIN.
     #[error("fragmented control frame")]
     FragmentedControlFrame,
     /// A control frame longer than 125 bytes.
-    #[error("control frame of {0} bytes (at most 125)")]
-    ControlFrameTooLong(u64),
+    #[error("control frame too big (at most 125 bytes)")]
+    ControlFrameTooBig,
+    /// A reserved control opcode (0xB-0xF).
+    #[error("unknown control frame type {0:#x}")]
+    UnknownControlFrameType(u8),
+    /// A reserved data opcode (0x3-0x7).
+    #[error("unknown data frame type {0:#x}")]
+    UnknownDataFrameType(u8),
     /// A continuation frame with no message to continue.
     #[error("continuation frame without a message to continue")]
-    UnexpectedContinuation,
+    UnexpectedContinueFrame,
     /// A new data frame arrived while a fragmented message was open.
     #[error("{0} frame inside a fragmented message")]
-    ExpectedContinuation(OpCode),
+    ExpectedFragment(Data),
+    /// The connection ended without a closing handshake.
+    #[error("connection reset without a closing handshake")]
+    ResetWithoutClosingHandshake,
+    /// Kept so that code matching tungstenite's errors compiles; lockgate
+    /// reports reserved opcodes as
+    /// [`UnknownDataFrameType`](Self::UnknownDataFrameType) or
+    /// [`UnknownControlFrameType`](Self::UnknownControlFrameType).
+    #[error("invalid opcode {0:#x}")]
+    InvalidOpcode(u8),
+    /// A close frame with a one-byte payload.
+    #[error("invalid close sequence (a close payload of 1 byte)")]
+    InvalidCloseSequence,
+    /// The 64-bit payload length had its most significant bit set.
+    #[error("payload length has the most significant bit set")]
+    InvalidPayloadLength,
     /// A text message (or close reason) that is not UTF-8.
     #[error("invalid UTF-8 in a text message")]
     InvalidUtf8,
@@ -158,21 +398,12 @@ pub enum ProtocolError {
         /// Whether the message was text.
         text: bool,
     },
-    /// A close frame with a one-byte payload.
-    #[error("close frame with a 1-byte payload")]
-    InvalidClosePayload,
     /// A close frame with a code that may not be sent on the wire.
     #[error("invalid close code {0}")]
     InvalidCloseCode(u16),
     /// A close frame whose reason is not UTF-8.
     #[error("close reason is not UTF-8")]
     InvalidCloseReason,
-    /// The stream ended without a closing handshake.
-    #[error("connection reset without a closing handshake")]
-    ResetWithoutClosingHandshake,
-    /// The caller tried to send a data message after a close frame was sent.
-    #[error("sending after a close frame was sent")]
-    SendAfterClosing,
     /// The caller tried to send a close frame with a code that may not
     /// appear on the wire (RFC 6455 section 7.4.1: 1005, 1006, 1015, codes
     /// below 1000, reserved 1004 and 1016-2999, 5000 and above). Nothing
@@ -180,28 +411,71 @@ pub enum ProtocolError {
     /// [`CloseCode::is_allowed_on_wire`].
     #[error("close code {0} may not be sent on the wire")]
     SendForbiddenCloseCode(u16),
-    /// A data frame arrived after the peer's close frame.
-    #[error("frame received after the peer's close frame")]
-    ReceivedAfterClosing,
 }
 
 impl ProtocolError {
     /// The close code this violation fails the connection with: 1007 for
     /// bad UTF-8, 1002 for other peer violations, `None` where no close
-    /// frame is sent (the stream ended, or the caller misused the API).
+    /// frame is sent (the stream ended, the caller misused the API, or the
+    /// opening handshake failed).
     pub fn close_code(&self) -> Option<CloseCode> {
         match self {
             ProtocolError::InvalidCompressedData { text: true } => Some(CloseCode::Invalid),
             ProtocolError::InvalidUtf8 | ProtocolError::InvalidCloseReason => {
                 Some(CloseCode::Invalid)
             }
-            ProtocolError::ResetWithoutClosingHandshake
-            | ProtocolError::SendAfterClosing
-            | ProtocolError::SendForbiddenCloseCode(_)
-            | ProtocolError::ReceivedAfterClosing => None,
-            _ => Some(CloseCode::Protocol),
+            ProtocolError::NonZeroReservedBits
+            | ProtocolError::UnmaskedFrameFromClient
+            | ProtocolError::MaskedFrameFromServer
+            | ProtocolError::FragmentedControlFrame
+            | ProtocolError::ControlFrameTooBig
+            | ProtocolError::UnknownControlFrameType(_)
+            | ProtocolError::UnknownDataFrameType(_)
+            | ProtocolError::UnexpectedContinueFrame
+            | ProtocolError::ExpectedFragment(_)
+            | ProtocolError::InvalidOpcode(_)
+            | ProtocolError::InvalidCloseSequence
+            | ProtocolError::InvalidPayloadLength
+            | ProtocolError::InvalidCompressedData { text: false }
+            | ProtocolError::InvalidCloseCode(_) => Some(CloseCode::Protocol),
+            _ => None,
         }
     }
+
+    /// The error for a reserved opcode, by its range.
+    pub(crate) fn reserved_opcode(bits: u8) -> ProtocolError {
+        if bits & 0x8 == 0 {
+            ProtocolError::UnknownDataFrameType(bits)
+        } else {
+            ProtocolError::UnknownControlFrameType(bits)
+        }
+    }
+
+    /// The error for a data frame that arrived inside a fragmented message.
+    pub(crate) fn expected_fragment(opcode: OpCode) -> ProtocolError {
+        ProtocolError::ExpectedFragment(match opcode {
+            OpCode::Text => Data::Text,
+            OpCode::Binary => Data::Binary,
+            OpCode::Continuation => Data::Continue,
+            other => Data::Reserved(other.as_u8()),
+        })
+    }
+}
+
+/// What was wrong with the server's `Sec-WebSocket-Protocol` answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SubProtocolError {
+    /// The server chose a subprotocol although the client offered none.
+    #[error("the server sent a subprotocol but none was requested")]
+    ServerSentSubProtocolNoneRequested,
+    /// The server chose a subprotocol the client did not offer.
+    #[error("the server sent a subprotocol that was not offered")]
+    InvalidSubProtocol,
+    /// Kept so that code matching tungstenite's errors compiles; lockgate
+    /// never returns it: a server may accept without a subprotocol (RFC
+    /// 6455 section 4.2.2), and the connection then has none.
+    #[error("the server sent no subprotocol")]
+    NoSubProtocol,
 }
 
 /// A configured limit was exceeded. The connection fails with 1009 (1008
@@ -209,22 +483,27 @@ impl ProtocolError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CapacityError {
+    /// An opening handshake head with more than 100 header fields. A
+    /// server answers 431.
+    #[error("too many headers")]
+    TooManyHeaders,
+    /// A message (the sum of its fragments, or its inflated size) over
+    /// `max_message_size`.
+    #[error("message too long: {size} > {max_size}")]
+    MessageTooLong {
+        /// The size reached when the limit was crossed.
+        size: usize,
+        /// The configured limit.
+        max_size: usize,
+    },
     /// A frame announced a payload over `max_frame_size`. Nothing was
     /// allocated for it.
-    #[error("frame of {size} bytes exceeds the limit of {max}")]
+    #[error("frame of {size} bytes exceeds the limit of {max_size}")]
     FrameTooLarge {
         /// The announced payload length.
         size: u64,
         /// The configured limit.
-        max: usize,
-    },
-    /// A message (the sum of its fragments) over `max_message_size`.
-    #[error("message of at least {size} bytes exceeds the limit of {max}")]
-    MessageTooLarge {
-        /// The size reached when the limit was crossed.
-        size: u64,
-        /// The configured limit.
-        max: usize,
+        max_size: usize,
     },
     /// A message in more frames than `max_fragments` allows. Closes with
     /// 1008 (policy): the size is fine, the framing is not.
@@ -237,19 +516,88 @@ pub enum CapacityError {
 
 impl CapacityError {
     /// [`CloseCode::Size`] (1009) for sizes, [`CloseCode::Policy`] (1008)
-    /// for [`CapacityError::TooManyFragments`].
-    pub fn close_code(&self) -> CloseCode {
+    /// for [`CapacityError::TooManyFragments`], `None` for
+    /// [`CapacityError::TooManyHeaders`] (the connection never opened).
+    pub fn close_code(&self) -> Option<CloseCode> {
         match self {
-            CapacityError::TooManyFragments { .. } => CloseCode::Policy,
-            _ => CloseCode::Size,
+            CapacityError::TooManyHeaders => None,
+            CapacityError::TooManyFragments { .. } => Some(CloseCode::Policy),
+            _ => Some(CloseCode::Size),
         }
     }
 }
 
-/// Why an opening handshake failed.
+/// Why a URL (or request) cannot be used for a WebSocket connection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlError {
+    /// A `wss://` URL, and this build has no TLS: enable the `rustls-tls-*`
+    /// or `native-tls` feature, or pass a [`Connector`](crate::Connector).
+    #[error(
+        "wss:// needs TLS support: enable the `rustls-tls-webpki-roots`, `rustls-tls-native-roots` or `native-tls` feature"
+    )]
+    TlsFeatureNotEnabled,
+    /// The URL has no host, and the request no `Host` header.
+    #[error("no host name in the URL")]
+    NoHostName,
+    /// No address of the host could be connected to.
+    #[error("unable to connect to {0}")]
+    UnableToConnect(String),
+    /// A scheme other than `ws` or `wss`.
+    #[error("URL scheme not supported (use ws:// or wss://)")]
+    UnsupportedUrlScheme,
+    /// The host name is empty.
+    #[error("URL contains an empty host name")]
+    EmptyHostName,
+    /// The URL has no path or query.
+    #[error("no path or query in the URL")]
+    NoPathOrQuery,
+    /// Anything else that makes the URL or request unusable (it does not
+    /// parse, it has a fragment or credentials, a proxy URL is wrong...):
+    /// the message says what.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A failure of the TLS layer. Its variants depend on the TLS features
+/// enabled (it exists in every build, so that matching on
+/// [`Error::Tls`] does not depend on them).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum HandshakeError {
+pub enum TlsError {
+    /// An error of native-tls (feature `native-tls`).
+    #[cfg(feature = "native-tls")]
+    #[error("native-tls error: {0}")]
+    Native(Box<native_tls::Error>),
+    /// An error of rustls (features `rustls-tls-*`).
+    #[cfg(feature = "rustls")]
+    #[error("rustls error: {0}")]
+    Rustls(Box<rustls::Error>),
+    /// The URL's host is not a valid TLS server name.
+    #[error("invalid DNS name")]
+    InvalidDnsName,
+}
+
+#[cfg(feature = "native-tls")]
+impl From<native_tls::Error> for TlsError {
+    fn from(error: native_tls::Error) -> Self {
+        TlsError::Native(Box::new(error))
+    }
+}
+
+#[cfg(feature = "rustls")]
+impl From<rustls::Error> for TlsError {
+    fn from(error: rustls::Error) -> Self {
+        TlsError::Rustls(Box::new(error))
+    }
+}
+
+/// Why an opening handshake failed, where lockgate says more than
+/// tungstenite's errors do (see also [`Error::Http`], [`Error::Url`] and
+/// the handshake variants of [`ProtocolError`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandshakeFailure {
     /// The HTTP message could not be parsed.
     #[error("malformed HTTP in the WebSocket handshake: {0}")]
     Parse(#[from] httparse::Error),
@@ -262,9 +610,6 @@ pub enum HandshakeError {
     /// The client asked for a WebSocket version other than 13 (426).
     #[error("unsupported Sec-WebSocket-Version (only 13 is spoken)")]
     UnsupportedVersion,
-    /// The server's callback refused the request with this response.
-    #[error("WebSocket upgrade request rejected with status {}", .0.status())]
-    Rejected(Box<http::Response<Option<String>>>),
     /// The server's callback returned a response that would break the
     /// handshake: a status other than 101, a changed `Connection`, `Upgrade`
     /// or `Sec-WebSocket-Accept`, a subprotocol the client did not offer, or
@@ -272,49 +617,36 @@ pub enum HandshakeError {
     /// server (500).
     #[error("invalid response from the handshake callback: {0}")]
     InvalidCallbackResponse(&'static str),
-    /// The server answered with something other than a valid 101 (or, over
-    /// HTTP/2, a 2xx): the response, with the start of its body that came
-    /// with the head (`None` if none did).
-    #[error("{}", unexpected_response(.0))]
-    UnexpectedResponse(Box<http::Response<Option<bytes::Bytes>>>),
-    /// The 101 response broke the protocol (missing headers, wrong accept
-    /// key, a subprotocol or extension that was not offered).
+    /// The 101 response broke the protocol (missing headers, a subprotocol
+    /// or extension that was not offered).
     #[error("bad WebSocket upgrade response: {0}")]
     BadResponse(&'static str),
-    /// The URL or request cannot be used for a WebSocket connection.
-    #[error("invalid WebSocket URL or request: {0}")]
-    BadUrl(String),
-    /// The stream ended during the handshake.
-    #[error("the connection ended during the WebSocket handshake")]
-    UnexpectedEof,
+    /// The server's answer does not start like an HTTP/1.1 response: what
+    /// arrived, as one line of text (at most 120 characters).
+    #[error("the server's answer is not an HTTP/1.1 response: it starts with {0:?}")]
+    NotHttp(String),
     /// The HTTP proxy did not open a tunnel to the server: its status
     /// (407: credentials missing or refused) and the start of its body.
     #[error("{0}")]
     ProxyRefused(Box<crate::handshake::ProxyRefusal>),
 }
 
-impl HandshakeError {
+impl HandshakeFailure {
     /// The HTTP status a server answers this failure with.
     pub fn status(&self) -> http::StatusCode {
         match self {
-            HandshakeError::HeadTooLarge => http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            HandshakeError::UnsupportedVersion => http::StatusCode::UPGRADE_REQUIRED,
-            // A 1xx refusal would read as "continue" (or, with 101, as an
-            // accepted upgrade): only a final status may refuse.
-            HandshakeError::Rejected(resp) if resp.status().is_informational() => {
-                http::StatusCode::INTERNAL_SERVER_ERROR
-            }
-            HandshakeError::Rejected(resp) => resp.status(),
-            HandshakeError::InvalidCallbackResponse(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
+            HandshakeFailure::HeadTooLarge => http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            HandshakeFailure::UnsupportedVersion => http::StatusCode::UPGRADE_REQUIRED,
+            HandshakeFailure::InvalidCallbackResponse(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
             _ => http::StatusCode::BAD_REQUEST,
         }
     }
 }
 
-/// "the server refused the WebSocket upgrade with 403 Forbidden: <body>".
-fn unexpected_response(response: &http::Response<Option<bytes::Bytes>>) -> String {
+/// "the WebSocket upgrade was refused with 403 Forbidden: <body>".
+fn refused_upgrade(response: &http::Response<Option<Vec<u8>>>) -> String {
     let mut message = format!(
-        "the server refused the WebSocket upgrade with {}",
+        "the WebSocket upgrade was refused with {}",
         response.status()
     );
     if let Some(body) = response.body().as_deref().filter(|body| !body.is_empty()) {
@@ -445,14 +777,13 @@ mod tests {
 
     #[test]
     fn messages_say_what_failed() {
-        let mut refusal = http::Response::new(Some(bytes::Bytes::from_static(
-            b"<html>\r\n  <h1>Forbidden</h1>\r\n</html>",
-        )));
+        let mut refusal =
+            http::Response::new(Some(b"<html>\r\n  <h1>Forbidden</h1>\r\n</html>".to_vec()));
         *refusal.status_mut() = http::StatusCode::FORBIDDEN;
-        let error = Error::from(HandshakeError::UnexpectedResponse(Box::new(refusal)));
+        let error = Error::Http(Box::new(refusal));
         assert_eq!(
             error.to_string(),
-            "the server refused the WebSocket upgrade with 403 Forbidden: \
+            "the WebSocket upgrade was refused with 403 Forbidden: \
              <html> <h1>Forbidden</h1> </html>"
         );
         // The body reads as bytes, not as a list of numbers.
@@ -461,7 +792,7 @@ mod tests {
         let url = crate::handshake::ClientHandshake::new("ftp://example.com/").unwrap_err();
         assert_eq!(
             url.to_string(),
-            "invalid WebSocket URL or request: unsupported URL scheme \"ftp\" (use ws or wss)"
+            "invalid WebSocket URL: URL scheme not supported (use ws:// or wss://)"
         );
     }
 
@@ -485,11 +816,14 @@ mod tests {
             Some(CloseCode::Invalid)
         );
         assert_eq!(
-            code(ProtocolError::ReservedOpCode(3)),
+            code(ProtocolError::UnknownDataFrameType(3)),
             Some(CloseCode::Protocol)
         );
         assert_eq!(code(ProtocolError::ResetWithoutClosingHandshake), None);
-        let cap = CapacityError::MessageTooLarge { size: 2, max: 1 };
+        let cap = CapacityError::MessageTooLong {
+            size: 2,
+            max_size: 1,
+        };
         assert_eq!(Error::from(cap).close_code(), Some(CloseCode::Size));
     }
 }

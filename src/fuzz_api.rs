@@ -7,7 +7,7 @@ use bytes::BytesMut;
 use http::{HeaderMap, HeaderValue, header::SEC_WEBSOCKET_EXTENSIONS};
 
 use crate::deflate::{DeflateConfig, DeflateParams};
-use crate::error::HandshakeError;
+use crate::error::HandshakeFailure;
 
 /// Why [`Inflater::inflate`] failed.
 #[cfg(feature = "deflate")]
@@ -102,7 +102,7 @@ pub fn server_negotiate(
 pub fn client_check_response(
     config: &DeflateConfig,
     values: &[HeaderValue],
-) -> Result<Option<DeflateParams>, HandshakeError> {
+) -> Result<Option<DeflateParams>, HandshakeFailure> {
     let headers = extension_headers(values);
     crate::deflate::params::client_check_response(config, headers.get_all(SEC_WEBSOCKET_EXTENSIONS))
 }

@@ -51,7 +51,7 @@ mod codec;
 mod config;
 mod connect;
 pub mod deflate;
-mod error;
+pub mod error;
 pub mod frame;
 #[cfg(fuzzing)]
 #[doc(hidden)]
@@ -60,6 +60,7 @@ pub mod handshake;
 mod message;
 mod prepared;
 mod proto;
+pub mod protocol;
 mod read_timeout;
 mod utf8_bytes;
 mod websocket;
@@ -71,7 +72,7 @@ pub use config::{
     DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Role,
 };
 pub use connect::{accept, accept_hdr, client, connect};
-pub use error::{CapacityError, Error, HandshakeError, ProtocolError, Result, TimeoutKind};
+pub use error::{CapacityError, Error, HandshakeFailure, ProtocolError, Result, TimeoutKind};
 pub use frame::CloseCode;
 pub use handshake::{ClientOptions, ServerOptions};
 pub use http;

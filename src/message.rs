@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use crate::error::Error;
 use crate::frame::CloseCode;
+use crate::protocol::frame::Frame;
 use crate::utf8_bytes::Utf8Bytes;
 
 /// The payload of a close frame.
@@ -43,7 +44,9 @@ impl fmt::Display for CloseFrame {
 ///
 /// Data messages are `Text` and `Binary`. `read` also hands over the control
 /// messages a caller may want to see: a `Ping` (the pong is queued for you),
-/// a `Pong`, and the peer's `Close` (the reply is queued for you).
+/// a `Pong` answering a ping you sent, and the peer's `Close` (the reply is
+/// queued for you). `Frame` is only ever written: a raw frame, sent as
+/// given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
     /// A UTF-8 text message.
@@ -56,6 +59,12 @@ pub enum Message {
     Pong(Bytes),
     /// A close frame, with an optional code and reason.
     Close(Option<CloseFrame>),
+    /// A raw frame to write as it is (tungstenite's escape hatch, to send
+    /// a fragment of a message, say). `read` never returns one. A client
+    /// masks it with a fresh key and a server sends it unmasked, whatever
+    /// its header says; a raw close frame starts the closing handshake as
+    /// [`close`](crate::WebSocket::close) would.
+    Frame(Frame),
 }
 
 impl Message {
@@ -86,7 +95,7 @@ impl Message {
     pub fn try_text(data: impl Into<Bytes>) -> crate::Result<Self> {
         Utf8Bytes::try_from(data.into())
             .map(Message::Text)
-            .map_err(|_| crate::Error::Utf8)
+            .map_err(crate::Error::from)
     }
 
     /// A binary message.
@@ -101,7 +110,10 @@ impl Message {
 
     /// Whether this is `Ping`, `Pong` or `Close`.
     pub fn is_control(&self) -> bool {
-        !self.is_data()
+        matches!(
+            self,
+            Message::Ping(_) | Message::Pong(_) | Message::Close(_)
+        )
     }
 
     /// Whether this is a `Text` message.
@@ -136,6 +148,7 @@ impl Message {
             Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => b.len(),
             Message::Close(None) => 0,
             Message::Close(Some(frame)) => 2 + frame.reason.len(),
+            Message::Frame(frame) => frame.len(),
         }
     }
 
@@ -150,6 +163,7 @@ impl Message {
             Message::Text(t) => t.into_bytes(),
             Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => b,
             Message::Close(_) => Bytes::new(),
+            Message::Frame(frame) => frame.into_payload(),
         }
     }
 
@@ -164,10 +178,11 @@ impl Message {
         match self {
             Message::Text(t) => Ok(t.as_str()),
             Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => {
-                simdutf8::basic::from_utf8(b).map_err(|_| Error::Utf8)
+                simdutf8::basic::from_utf8(b).map_err(|_| Error::not_utf8(b))
             }
             Message::Close(None) => Ok(""),
             Message::Close(Some(frame)) => Ok(frame.reason.as_str()),
+            Message::Frame(frame) => Ok(frame.to_text()?),
         }
     }
 
@@ -180,11 +195,10 @@ impl Message {
     pub fn into_text(self) -> Result<Utf8Bytes, Error> {
         match self {
             Message::Text(t) => Ok(t),
-            Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => {
-                Utf8Bytes::try_from(b).map_err(|_| Error::Utf8)
-            }
+            Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => Ok(Utf8Bytes::try_from(b)?),
             Message::Close(None) => Ok(Utf8Bytes::default()),
             Message::Close(Some(frame)) => Ok(frame.reason),
+            Message::Frame(frame) => Ok(frame.into_text()?),
         }
     }
 
@@ -236,6 +250,13 @@ impl From<Bytes> for Message {
 impl From<Vec<u8>> for Message {
     fn from(b: Vec<u8>) -> Self {
         Message::Binary(b.into())
+    }
+}
+
+impl From<Message> for Bytes {
+    /// The payload, as [`Message::into_data`].
+    fn from(message: Message) -> Bytes {
+        message.into_data()
     }
 }
 
@@ -298,9 +319,9 @@ mod tests {
                     assert_eq!(msg.clone().into_text().unwrap().as_str(), text, "{msg:?}");
                 }
                 None => {
-                    assert!(matches!(msg.to_text(), Err(Error::Utf8)), "{msg:?}");
+                    assert!(matches!(msg.to_text(), Err(Error::Utf8(_))), "{msg:?}");
                     assert!(
-                        matches!(msg.clone().into_text(), Err(Error::Utf8)),
+                        matches!(msg.clone().into_text(), Err(Error::Utf8(_))),
                         "{msg:?}"
                     );
                 }

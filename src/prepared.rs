@@ -87,6 +87,8 @@ impl PreparedMessage {
             Message::Ping(data) => (OpCode::Ping, data.clone()),
             Message::Pong(data) => (OpCode::Pong, data.clone()),
             Message::Close(_) => (OpCode::Close, Bytes::new()),
+            // Written as a raw frame by each connection, never shared.
+            Message::Frame(_) => (OpCode::Binary, Bytes::new()),
         };
         Self {
             inner: Arc::new(Prepared {

@@ -8,7 +8,7 @@ use bytes::Bytes;
 /// A UTF-8 string stored in [`Bytes`]: cloning and slicing are cheap, and a
 /// received text message larger than a few hundred bytes is handed over
 /// without copying.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Utf8Bytes(Bytes);
 
 impl Utf8Bytes {
@@ -106,18 +106,49 @@ impl From<Utf8Bytes> for Bytes {
     }
 }
 
+/// Checks the bytes (SIMD); only a failure pays for the standard
+/// library's error, which says where the first bad byte is.
 impl TryFrom<Bytes> for Utf8Bytes {
-    type Error = simdutf8::basic::Utf8Error;
+    type Error = std::str::Utf8Error;
     fn try_from(bytes: Bytes) -> Result<Self, Self::Error> {
-        simdutf8::basic::from_utf8(&bytes)?;
+        if simdutf8::basic::from_utf8(&bytes).is_err() {
+            std::str::from_utf8(&bytes)?;
+        }
         Ok(Self(bytes))
     }
 }
 
 impl TryFrom<Vec<u8>> for Utf8Bytes {
-    type Error = simdutf8::basic::Utf8Error;
+    type Error = std::str::Utf8Error;
     fn try_from(bytes: Vec<u8>) -> Result<Self, Self::Error> {
         Bytes::from(bytes).try_into()
+    }
+}
+
+impl TryFrom<bytes::BytesMut> for Utf8Bytes {
+    type Error = std::str::Utf8Error;
+    fn try_from(bytes: bytes::BytesMut) -> Result<Self, Self::Error> {
+        bytes.freeze().try_into()
+    }
+}
+
+impl AsRef<Bytes> for Utf8Bytes {
+    fn as_ref(&self) -> &Bytes {
+        &self.0
+    }
+}
+
+/// Hashed as the `str` it is, so that a map keyed by `Utf8Bytes` finds
+/// `&str` keys (`Borrow<str>` requires the two hashes to agree).
+impl std::hash::Hash for Utf8Bytes {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl std::borrow::Borrow<str> for Utf8Bytes {
+    fn borrow(&self) -> &str {
+        self.as_str()
     }
 }
 
@@ -142,6 +173,13 @@ impl PartialEq<String> for Utf8Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_map_keyed_by_utf8_bytes_finds_str_keys() {
+        let mut map = std::collections::HashMap::new();
+        map.insert(Utf8Bytes::from("topic"), 1);
+        assert_eq!(map.get("topic"), Some(&1));
+    }
 
     #[test]
     fn rejects_invalid_utf8_and_keeps_valid_text_without_copying() {

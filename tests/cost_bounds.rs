@@ -13,7 +13,7 @@ use lockgate::deflate::DeflateParams;
 use lockgate::frame::OpCode;
 use lockgate::handshake::{Exchange, Proxy, Step};
 use lockgate::{
-    CapacityError, CloseCode, Config, Error, HandshakeError, Message, Role, WebSocket,
+    CapacityError, CloseCode, Config, Error, HandshakeFailure, Message, Role, WebSocket,
     WebSocketContext,
 };
 use support::{CountingAlloc, HeapUse, MockStream, ReadStep, frame, parse_frames, take_output};
@@ -188,7 +188,8 @@ fn peak_refused_by_proxy(body: &[u8]) -> (usize, String) {
     let mut tunnel = proxy.tunnel("example.com", 443, None);
     assert!(matches!(tunnel.poll(now), Step::Transmit(_)));
     tunnel.receive(&answer, now);
-    let Step::Done(Err(Error::Handshake(HandshakeError::ProxyRefused(refusal)))) = tunnel.poll(now)
+    let Step::Done(Err(Error::Handshake(HandshakeFailure::ProxyRefused(refusal)))) =
+        tunnel.poll(now)
     else {
         panic!("the 403 is a refusal");
     };
@@ -496,7 +497,7 @@ fn compressed_writes_never_take_the_out_buffer_past_its_maximum() {
             };
             match server.write(msg.clone()) {
                 Ok(()) => accepted.push(msg),
-                Err(Error::WriteBufferFull(back)) => assert_eq!(back, msg),
+                Err(Error::WriteBufferFull(back)) => assert_eq!(*back, msg),
                 Err(e) => panic!("{e}"),
             }
             assert!(

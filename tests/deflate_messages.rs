@@ -198,7 +198,10 @@ fn a_deflate_bomb_fails_with_1009_without_inflating_past_the_limit() {
     );
     let err = ws.read().unwrap_err();
     match &err {
-        Error::Capacity(lockgate::CapacityError::MessageTooLarge { size, max }) => {
+        Error::Capacity(lockgate::CapacityError::MessageTooLong {
+            size,
+            max_size: max,
+        }) => {
             assert_eq!(*max, 1 << 20);
             assert!(*size <= (1 << 20) + 1, "inflated {size} bytes");
         }

@@ -291,9 +291,9 @@ fn max_message_size_boundary() {
             let mut ctx = WebSocketContext::new(role, config);
             ctx.feed(&over);
             let error = ctx.next_message().unwrap_err();
-            let want = CapacityError::MessageTooLarge {
-                size: LIMIT as u64 + 1,
-                max: LIMIT,
+            let want = CapacityError::MessageTooLong {
+                size: LIMIT + 1,
+                max_size: LIMIT,
             };
             assert!(
                 matches!(&error, Error::Capacity(e) if *e == want),

@@ -14,7 +14,7 @@ use lockgate::handshake::{
     ClientHandshake, ClientHandshakeDone, ErrorResponse, IntoClientRequest, NoCallback,
     ServerHandshake, ServerHandshakeDone, derive_accept_key, error_response_bytes, generate_key,
 };
-use lockgate::{Error, HandshakeError};
+use lockgate::{Error, HandshakeFailure};
 
 /// The key of RFC 6455 section 1.3 and its accept value.
 const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
@@ -75,7 +75,14 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Vec<&'a str> {
         .collect()
 }
 
-fn handshake_error<T: std::fmt::Debug>(result: Result<T, Error>) -> HandshakeError {
+fn failure<T: std::fmt::Debug>(result: Result<T, Error>) -> Error {
+    match result {
+        Err(error) => error,
+        Ok(value) => panic!("expected an error, got {value:?}"),
+    }
+}
+
+fn handshake_error<T: std::fmt::Debug>(result: Result<T, Error>) -> HandshakeFailure {
     match result {
         Err(Error::Handshake(error)) => error,
         other => panic!("expected a handshake error, got {other:?}"),
@@ -191,11 +198,8 @@ fn client_rejects_unusable_urls() {
         "ws://a/#x",
         "",
     ] {
-        let error = handshake_error(ClientHandshake::new(url));
-        assert!(
-            matches!(error, HandshakeError::BadUrl(_)),
-            "{url:?}: {error:?}"
-        );
+        let result = ClientHandshake::new(url);
+        assert!(matches!(result, Err(Error::Url(_))), "{url:?}: {result:?}");
     }
 }
 
@@ -267,16 +271,16 @@ fn client_accepts_offered_protocol_and_loose_header_forms() {
 #[test]
 fn client_reports_non_101_with_its_body() {
     let response = "HTTP/1.1 403 Forbidden\r\nContent-Length: 6\r\n\r\ndenied";
-    match handshake_error(client_receives(response)) {
-        HandshakeError::UnexpectedResponse(response) => {
+    match failure(client_receives(response)) {
+        Error::Http(response) => {
             assert_eq!(response.status(), StatusCode::FORBIDDEN);
             assert_eq!(response.headers()["content-length"], "6");
             assert_eq!(response.body().as_deref(), Some(&b"denied"[..]));
         }
         other => panic!("{other:?}"),
     }
-    match handshake_error(client_receives("HTTP/1.1 200 OK\r\n\r\n")) {
-        HandshakeError::UnexpectedResponse(response) => {
+    match failure(client_receives("HTTP/1.1 200 OK\r\n\r\n")) {
+        Error::Http(response) => {
             assert_eq!(response.status(), StatusCode::OK);
             assert_eq!(response.body(), &None);
         }
@@ -325,7 +329,7 @@ fn client_rejects_invalid_101_responses() {
     for (case, response) in cases {
         let error = handshake_error(client_receives(&response));
         assert!(
-            matches!(error, HandshakeError::BadResponse(_)),
+            matches!(error, HandshakeFailure::BadResponse(_)),
             "{case}: {error:?}"
         );
     }
@@ -338,19 +342,22 @@ fn client_rejects_invalid_101_responses() {
     )
     .unwrap();
     let error = handshake_error(plain.receive(with("Sec-WebSocket-Protocol: chat").as_bytes()));
-    assert!(matches!(error, HandshakeError::BadResponse(_)), "{error:?}");
+    assert!(
+        matches!(error, HandshakeFailure::BadResponse(_)),
+        "{error:?}"
+    );
 }
 
 #[test]
 fn client_rejects_garbage_and_oversized_responses() {
     let error = handshake_error(client_receives("HTTP/1.1 abc Nope\r\n\r\n"));
-    assert!(matches!(error, HandshakeError::Parse(_)), "{error:?}");
+    assert!(matches!(error, HandshakeFailure::Parse(_)), "{error:?}");
     let huge = format!(
         "HTTP/1.1 101 Switching Protocols\r\nX: {}\r\n\r\n",
         "a".repeat(9 * 1024)
     );
     let error = handshake_error(client_receives(&huge));
-    assert!(matches!(error, HandshakeError::HeadTooLarge), "{error:?}");
+    assert!(matches!(error, HandshakeFailure::HeadTooLarge), "{error:?}");
 }
 
 // ---------------------------------------------------------------- server
@@ -505,9 +512,8 @@ fn bad_requests_get_400() {
             StatusCode::BAD_REQUEST,
             "{case}"
         );
-        let (status, headers, body) = parse_response(&error_response_bytes(&handshake_error(
-            server_receives(&request),
-        )));
+        let (status, headers, body) =
+            parse_response(&error_response_bytes(&failure(server_receives(&request))));
         assert_eq!(status, 400, "{case}");
         assert_eq!(header(&headers, "connection"), ["close"], "{case}");
         assert_eq!(
@@ -527,11 +533,11 @@ fn wrong_version_gets_426_with_the_supported_version() {
     );
     let error = handshake_error(server_receives(&request));
     assert!(
-        matches!(error, HandshakeError::UnsupportedVersion),
+        matches!(error, HandshakeFailure::UnsupportedVersion),
         "{error:?}"
     );
     assert_eq!(error.status(), StatusCode::UPGRADE_REQUIRED);
-    let (status, headers, _) = parse_response(&error_response_bytes(&error));
+    let (status, headers, _) = parse_response(&error_response_bytes(&Error::Handshake(error)));
     assert_eq!(status, 426);
     assert_eq!(header(&headers, "sec-websocket-version"), ["13"]);
     assert!(header(&headers, "connection")[0].contains("close"));
@@ -586,10 +592,10 @@ fn oversized_heads_get_431() {
         }
         let error = outcome.expect("an error");
         assert!(
-            matches!(error, HandshakeError::HeadTooLarge),
+            matches!(error, HandshakeFailure::HeadTooLarge),
             "{case}: {error:?}"
         );
-        let (status, _, _) = parse_response(&error_response_bytes(&error));
+        let (status, _, _) = parse_response(&error_response_bytes(&Error::Handshake(error)));
         assert_eq!(status, 431, "{case}");
     }
 }
@@ -634,10 +640,10 @@ fn callback_rejects_with_403_and_a_body() {
             .insert("x-policy", HeaderValue::from_static("closed"));
         Err(refusal)
     });
-    let error = handshake_error(server.receive(REQUEST.as_bytes()));
-    assert_eq!(error.status(), StatusCode::FORBIDDEN);
+    let error = failure(server.receive(REQUEST.as_bytes()));
     assert!(
-        matches!(&error, HandshakeError::Rejected(response) if response.body().as_deref() == Some("no chat for you"))
+        matches!(&error, Error::Http(response) if response.status() == StatusCode::FORBIDDEN
+            && response.body().as_deref() == Some(&b"no chat for you"[..]))
     );
     let bytes = error_response_bytes(&error);
     let (status, headers, body) = parse_response(&bytes);
@@ -649,8 +655,8 @@ fn callback_rejects_with_403_and_a_body() {
     assert_eq!(body, b"no chat for you");
 
     // The client sees the refusal as an unexpected response with the body.
-    match handshake_error(client().receive(&bytes)) {
-        HandshakeError::UnexpectedResponse(response) => {
+    match failure(client().receive(&bytes)) {
+        Error::Http(response) => {
             assert_eq!(response.status(), StatusCode::FORBIDDEN);
             assert_eq!(response.body().as_deref(), Some(&b"no chat for you"[..]));
         }
@@ -668,7 +674,7 @@ fn callback_choosing_an_unoffered_protocol_is_a_server_error() {
     });
     let error = handshake_error(server.receive(REQUEST.as_bytes()));
     assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    let (status, _, _) = parse_response(&error_response_bytes(&error));
+    let (status, _, _) = parse_response(&error_response_bytes(&Error::Handshake(error)));
     assert_eq!(status, 500);
 }
 
@@ -779,10 +785,15 @@ fn feed<T: std::fmt::Debug>(
                 return ("complete".to_owned(), rest);
             }
             Err(error) => {
-                if let Error::Handshake(error) = &error {
-                    // Whatever failed, the answer is well-formed HTTP.
-                    let (status, _, _) = parse_response(&error_response_bytes(error));
-                    assert_eq!(status, error.status().as_u16());
+                // Whatever failed, the answer is well-formed HTTP.
+                let (status, _, _) = parse_response(&error_response_bytes(&error));
+                if let Error::Handshake(failure) = &error {
+                    assert_eq!(status, failure.status().as_u16());
+                }
+                // What arrived before the answer was known depends on the
+                // split; that it is not HTTP does not.
+                if let Error::Handshake(HandshakeFailure::NotHttp(_)) = error {
+                    return ("NotHttp".to_owned(), Vec::new());
                 }
                 return (format!("{error:?}"), Vec::new());
             }

@@ -145,7 +145,7 @@ fn control_payload_over_125_bytes_is_refused_and_the_connection_stays_usable() {
             assert!(
                 matches!(
                     result,
-                    Err(Error::Protocol(ProtocolError::ControlFrameTooLong(126)))
+                    Err(Error::Protocol(ProtocolError::ControlFrameTooBig))
                 ),
                 "{result:?}"
             );

@@ -67,7 +67,7 @@ fn every_accepted_message_arrives_once_in_order_under_random_faults() {
                         // Accepted: the buffered message goes out later.
                         Err(e) if e.is_would_block() => break,
                         Err(Error::WriteBufferFull(back)) => {
-                            msg = back;
+                            msg = *back;
                             let _ = ws.flush();
                         }
                         Err(e) => panic!("seed {seed}: {e:?}"),

@@ -251,7 +251,7 @@ fn prepared_messages_are_refused_like_written_ones() {
     let mut ctx = WebSocketContext::new(Role::Server, Config::default());
     assert!(matches!(
         ctx.write_prepared(&too_long_ping),
-        Err(Error::Protocol(ProtocolError::ControlFrameTooLong(126)))
+        Err(Error::Protocol(ProtocolError::ControlFrameTooBig))
     ));
 
     let config = Config::default().max_write_buffer_size(100);
@@ -259,7 +259,7 @@ fn prepared_messages_are_refused_like_written_ones() {
     let too_large = PreparedMessage::new(Message::binary(vec![0u8; 200]));
     assert!(matches!(
         ctx.write_prepared(&too_large),
-        Err(Error::Capacity(CapacityError::MessageTooLarge { .. }))
+        Err(Error::Capacity(CapacityError::MessageTooLong { .. }))
     ));
 
     let mut ctx = WebSocketContext::new(Role::Server, Config::default());

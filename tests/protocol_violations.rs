@@ -8,6 +8,7 @@ mod support;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use lockgate::frame::OpCode;
+use lockgate::protocol::frame::coding::Data;
 use lockgate::{
     Bytes, CapacityError, CloseCode, CloseFrame, Config, DEFAULT_MAX_FRAME_SIZE, Error, Message,
     ProtocolError, Role, WebSocket, WebSocketContext,
@@ -37,7 +38,7 @@ impl Want {
     fn code(&self) -> CloseCode {
         match self {
             Want::Protocol(e) => e.close_code().expect("a peer violation has a close code"),
-            Want::Capacity(e) => e.close_code(),
+            Want::Capacity(e) => e.close_code().expect("a size limit has a close code"),
         }
     }
 }
@@ -303,7 +304,7 @@ fn reserved_data_opcodes_3_to_7_fail_with_1002() {
                 role,
                 Config::default(),
                 &wire,
-                protocol(ProtocolError::ReservedOpCode(op)),
+                protocol(ProtocolError::UnknownDataFrameType(op)),
             );
         }
     }
@@ -319,7 +320,7 @@ fn reserved_control_opcodes_11_to_15_fail_with_1002() {
                 role,
                 Config::default(),
                 &wire,
-                protocol(ProtocolError::ReservedOpCode(op)),
+                protocol(ProtocolError::UnknownControlFrameType(op)),
             );
         }
     }
@@ -332,7 +333,7 @@ fn reserved_opcode_fails_from_the_first_byte() {
         Role::Server,
         Config::default(),
         &[0x83],
-        protocol(ProtocolError::ReservedOpCode(3)),
+        protocol(ProtocolError::UnknownDataFrameType(3)),
     );
 }
 
@@ -370,7 +371,7 @@ fn control_frame_over_125_bytes_fails_with_1002() {
                 role,
                 Config::default(),
                 &wire,
-                protocol(ProtocolError::ControlFrameTooLong(126)),
+                protocol(ProtocolError::ControlFrameTooBig),
             );
 
             // 125 bytes is fine.
@@ -391,7 +392,7 @@ fn control_frame_too_long_fails_from_the_header_alone() {
         Role::Server,
         Config::default(),
         &wire,
-        protocol(ProtocolError::ControlFrameTooLong(1000)),
+        protocol(ProtocolError::ControlFrameTooBig),
     );
 }
 
@@ -445,7 +446,7 @@ fn continuation_without_a_message_fails_with_1002() {
                 role,
                 Config::default(),
                 &wire,
-                protocol(ProtocolError::UnexpectedContinuation),
+                protocol(ProtocolError::UnexpectedContinueFrame),
             );
         }
     }
@@ -468,7 +469,7 @@ fn continuation_after_a_complete_message_fails_with_1002() {
     assert!(
         matches!(
             error,
-            Error::Protocol(ProtocolError::UnexpectedContinuation)
+            Error::Protocol(ProtocolError::UnexpectedContinueFrame)
         ),
         "{error:?}"
     );
@@ -489,7 +490,7 @@ fn continuation_after_a_complete_message_fails_with_1002() {
     assert!(
         matches!(
             error,
-            Error::Protocol(ProtocolError::UnexpectedContinuation)
+            Error::Protocol(ProtocolError::UnexpectedContinueFrame)
         ),
         "{error:?}"
     );
@@ -509,7 +510,10 @@ fn new_data_frame_inside_a_fragmented_message_fails_with_1002() {
                 for intruder_fin in [true, false] {
                     let mut wire = peer_frame(role, false, first, b"start");
                     wire.extend(peer_frame(role, intruder_fin, intruder, b"intruder"));
-                    let want = protocol(ProtocolError::ExpectedContinuation(intruder));
+                    let want = protocol(ProtocolError::ExpectedFragment(match intruder {
+                        OpCode::Text => Data::Text,
+                        _ => Data::Binary,
+                    }));
                     assert_violation(role, Config::default(), &wire, want);
                 }
             }
@@ -680,7 +684,7 @@ fn close_payload_of_one_byte_fails_with_1002() {
             role,
             Config::default(),
             &wire,
-            protocol(ProtocolError::InvalidClosePayload),
+            protocol(ProtocolError::InvalidCloseSequence),
         );
     }
 }
@@ -775,7 +779,7 @@ fn frame_over_max_frame_size_fails_from_the_header_alone() {
         assert!(header.len() <= 14);
         let want = Want::Capacity(CapacityError::FrameTooLarge {
             size: huge,
-            max: DEFAULT_MAX_FRAME_SIZE,
+            max_size: DEFAULT_MAX_FRAME_SIZE,
         });
 
         let mut ctx = WebSocketContext::new(role, Config::default());
@@ -795,7 +799,7 @@ fn frame_over_max_frame_size_fails_from_the_header_alone() {
         let header = raw_frame(0x81, mask, 1001, b"");
         let want = Want::Capacity(CapacityError::FrameTooLarge {
             size: 1001,
-            max: 1000,
+            max_size: 1000,
         });
         assert_violation(role, config, &header, want);
     }
@@ -869,9 +873,9 @@ fn message_over_max_message_size_across_fragments_fails_with_1009() {
             // Only the header of the third fragment: 300 > 250 is known.
             let third = peer_frame(role, true, OpCode::Continuation, &[b'c'; 100]);
             wire.extend_from_slice(&third[..third.len() - 100]);
-            let want = Want::Capacity(CapacityError::MessageTooLarge {
+            let want = Want::Capacity(CapacityError::MessageTooLong {
                 size: 300,
-                max: 250,
+                max_size: 250,
             });
             assert_violation(role, config, &wire, want);
         }
@@ -943,7 +947,10 @@ fn messages_before_a_violation_are_delivered_and_nothing_after_it() {
     );
     let error = ws.read().unwrap_err();
     assert!(
-        matches!(error, Error::Protocol(ProtocolError::ReservedOpCode(5))),
+        matches!(
+            error,
+            Error::Protocol(ProtocolError::UnknownDataFrameType(5))
+        ),
         "{error:?}"
     );
     for _ in 0..3 {

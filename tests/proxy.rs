@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use lockgate::handshake::Proxy;
-use lockgate::{ClientOptions, Config, Error, HandshakeError, Message};
+use lockgate::{ClientOptions, Config, Error, HandshakeFailure, Message};
 use support::tinyproxy::{ProxyRules, TinyProxy};
 
 /// A one-connection echo server on 127.0.0.1; returns its port.
@@ -80,7 +80,7 @@ fn refusals_carry_the_proxy_status() {
         let error = options(&proxy.url(credentials))
             .connect(url.as_str())
             .unwrap_err();
-        let Error::Handshake(HandshakeError::ProxyRefused(refusal)) = &error else {
+        let Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) = &error else {
             panic!("{credentials:?} {port}: {error:?}");
         };
         match status {

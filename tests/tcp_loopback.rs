@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lockgate::handshake::ErrorResponse;
 use lockgate::http::{Request, Response, StatusCode};
-use lockgate::{CloseCode, CloseFrame, Error, HandshakeError, Message};
+use lockgate::{CloseCode, CloseFrame, Error, HandshakeFailure, Message};
 
 /// Serves one connection on a fresh loopback port with `serve`, returning
 /// the URL to connect to.
@@ -116,13 +116,13 @@ fn a_refusing_callback_sends_its_status_and_the_client_sees_it() {
         };
         let err = lockgate::accept_hdr(stream, callback).unwrap_err();
         assert!(
-            matches!(err, Error::Handshake(HandshakeError::Rejected(_))),
+            matches!(&err, Error::Http(response) if response.status() == StatusCode::FORBIDDEN),
             "{err:?}"
         );
     });
     let err = lockgate::connect(url.as_str()).unwrap_err();
     match err {
-        Error::Handshake(HandshakeError::UnexpectedResponse(response)) => {
+        Error::Http(response) => {
             assert_eq!(response.status(), StatusCode::FORBIDDEN);
         }
         other => panic!("{other:?}"),
@@ -133,8 +133,5 @@ fn a_refusing_callback_sends_its_status_and_the_client_sees_it() {
 #[test]
 fn connect_refuses_wss_without_tls() {
     let err = lockgate::connect("wss://127.0.0.1:1/").unwrap_err();
-    assert!(
-        matches!(err, Error::Handshake(HandshakeError::BadUrl(_))),
-        "{err:?}"
-    );
+    assert!(matches!(err, Error::Url(_)), "{err:?}");
 }

@@ -88,7 +88,7 @@ fn write_buffer_full_hands_back_the_message_as_given_and_the_connection_survives
     ws.write(filler.clone()).unwrap();
     let big = Message::text("x".repeat(600));
     match ws.write(big.clone()) {
-        Err(Error::WriteBufferFull(returned)) => assert_eq!(returned, big),
+        Err(Error::WriteBufferFull(returned)) => assert_eq!(*returned, big),
         other => panic!("expected WriteBufferFull, got {other:?}"),
     }
     assert_eq!(

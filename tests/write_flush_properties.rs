@@ -300,7 +300,7 @@ impl Harness {
                 Err(e) if e.is_would_block() => false,
                 Err(Error::WriteBufferFull(back)) => {
                     assert!(
-                        back == message,
+                        *back == message,
                         "{call}: WriteBufferFull handed back {} for {}",
                         describe(&back),
                         describe(&message)
@@ -315,13 +315,13 @@ impl Harness {
                     self.flush();
                     continue;
                 }
-                Err(Error::Capacity(CapacityError::MessageTooLarge { .. })) => {
+                Err(Error::Capacity(CapacityError::MessageTooLong { .. })) => {
                     assert!(encoded > self.max, "{call}: {msg:?} refused as too large");
                     self.assert_untouched(call, before);
                     return;
                 }
-                Err(Error::Protocol(ProtocolError::ControlFrameTooLong(len))) => {
-                    assert!(msg.kind == Kind::Ping && len > 125, "{call}: {msg:?}");
+                Err(Error::Protocol(ProtocolError::ControlFrameTooBig)) => {
+                    assert!(msg.kind == Kind::Ping && msg.len > 125, "{call}: {msg:?}");
                     self.assert_untouched(call, before);
                     return;
                 }

@@ -7,7 +7,7 @@ mod support;
 use std::collections::HashMap;
 
 use support::{Client, NatsServer, client, node, within};
-use tokio_lockgate::{CloseCode, Error, HandshakeError, Message};
+use tokio_lockgate::{CloseCode, Error, HandshakeFailure, Message};
 
 const PUBLISHERS: usize = 2;
 const MESSAGES: usize = 300;
@@ -107,7 +107,7 @@ async fn a_lost_broker_closes_clients_with_1013_and_the_nodes_recover() {
     // While the broker is away, new clients are refused with 503.
     let url = format!("ws://{}/topics/t", nodes[1].local_addr());
     match tokio_lockgate::connect_async(&url).await {
-        Err(Error::Handshake(HandshakeError::UnexpectedResponse(response))) => {
+        Err(Error::Http(response)) => {
             assert_eq!(response.status().as_u16(), 503)
         }
         other => panic!("expected a 503 refusal, got {:?}", other.map(|_| ())),
@@ -148,7 +148,7 @@ async fn paths_other_than_topics_are_refused_with_404() {
     for path in ["/", "/topics/", "/topics/a.b", "/topics/*", "/chat"] {
         let url = format!("ws://{}{path}", node.local_addr());
         match tokio_lockgate::connect_async(&url).await {
-            Err(Error::Handshake(HandshakeError::UnexpectedResponse(response))) => {
+            Err(Error::Http(response)) => {
                 assert_eq!(response.status().as_u16(), 404, "{path}")
             }
             other => panic!("{path}: expected 404, got {:?}", other.map(|_| ())),

@@ -62,7 +62,9 @@ fuzz_target!(|data: &[u8]| {
                 assert!(m < n);
             }
         }
-        Err(ProtocolError::ReservedOpCode(op)) => {
+        Err(
+            ProtocolError::UnknownDataFrameType(op) | ProtocolError::UnknownControlFrameType(op),
+        ) => {
             assert_eq!(op, data[0] & 0x0F);
             assert!(OpCode::from_u8(op).is_none());
         }

@@ -11,7 +11,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use lockgate::handshake::ClientHandshake;
-use lockgate::{Error, HandshakeError, http};
+use lockgate::{Error, HandshakeFailure, http};
 use lockgate_fuzz::{HeapWatch, handshake_heap_bound, handshake_input, head_end};
 
 fuzz_target!(|data: &[u8]| {
@@ -44,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(done.response.status(), 101);
                 assert!(config.is_some() || done.deflate.is_none());
             }
-            Err(Error::Handshake(HandshakeError::UnexpectedResponse(response))) => {
+            Err(Error::Http(response)) => {
                 assert_ne!(response.status(), 101);
                 let rest = after_head();
                 assert_eq!(

@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(done.response.status(), 101);
                 break;
             }
-            Err(Error::Handshake(error)) => {
+            Err(error @ (Error::Handshake(_) | Error::Protocol(_) | Error::Capacity(_))) => {
                 finished = true;
                 assert!(error_response_bytes(&error).starts_with(b"HTTP/1.1 "));
                 break;

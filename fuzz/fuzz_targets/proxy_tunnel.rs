@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use libfuzzer_sys::fuzz_target;
 use lockgate::handshake::{Exchange, Proxy, Step};
-use lockgate::{Error, HandshakeError};
+use lockgate::{Error, HandshakeFailure};
 use lockgate_fuzz::{HeapWatch, handshake_heap_bound, handshake_input, head_end};
 
 fuzz_target!(|data: &[u8]| {
@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
             let end = head_end(&stream[..fed]).expect("a head was found");
             assert_eq!(end, fed, "bytes after the proxy's answer were accepted");
         }
-        Some(Err(Error::Handshake(HandshakeError::ProxyRefused(refusal)))) => {
+        Some(Err(Error::Handshake(HandshakeFailure::ProxyRefused(refusal)))) => {
             assert!(!refusal.status.is_success());
             assert!(refusal.body.chars().count() <= 121, "{}", refusal.body);
             assert!(!refusal.body.contains(['\r', '\n']));

@@ -188,8 +188,8 @@ fuzz_target!(|data: &[u8]| {
             // Queued, then writing out would block.
             Err(e) if e.is_would_block() => accepted.push(msg),
             Err(Error::WriteBufferFull(back)) => {
-                assert_eq!(back, msg, "WriteBufferFull changed the message");
-                refused.push_back(back);
+                assert_eq!(*back, msg, "WriteBufferFull changed the message");
+                refused.push_back(*back);
             }
             Err(Error::WriteBufferFullPrepared(back)) => {
                 assert_eq!(
@@ -199,8 +199,8 @@ fuzz_target!(|data: &[u8]| {
                 );
                 refused.push_back(msg);
             }
-            Err(Error::Capacity(CapacityError::MessageTooLarge { size, max })) => {
-                assert!(size > max as u64 && max == max_write);
+            Err(Error::Capacity(CapacityError::MessageTooLong { size, max_size })) => {
+                assert!(size > max_size && max_size == max_write);
             }
             Err(e) => panic!("write: {e:?}"),
         }

@@ -600,6 +600,7 @@ pub fn check_message(msg: &Message, limit: usize) {
                 assert!(frame.reason.len() <= 123);
             }
         }
+        Message::Frame(_) => panic!("read returned a raw frame"),
     }
 }
 

@@ -376,7 +376,7 @@ pub(super) mod tests {
         fn header(&mut self, header: &FrameHeader) -> Result<(), ProtocolError> {
             self.headers += 1;
             if header.payload_len > self.max {
-                return Err(ProtocolError::ControlFrameTooLong(header.payload_len));
+                return Err(ProtocolError::ControlFrameTooBig);
             }
             Ok(())
         }

@@ -22,7 +22,7 @@ use http::header::GetAll;
 
 use super::DeflateConfig;
 use crate::Role;
-use crate::error::HandshakeError;
+use crate::error::HandshakeFailure;
 
 /// The extension token of RFC 7692.
 const PERMESSAGE_DEFLATE: &str = "permessage-deflate";
@@ -165,8 +165,8 @@ pub(crate) fn client_offer(config: &DeflateConfig) -> HeaderValue {
 pub(crate) fn client_check_response(
     config: &DeflateConfig,
     answers: GetAll<'_, HeaderValue>,
-) -> Result<Option<DeflateParams>, HandshakeError> {
-    let bad = HandshakeError::BadResponse;
+) -> Result<Option<DeflateParams>, HandshakeFailure> {
+    let bad = HandshakeFailure::BadResponse;
     let mut accepted = None;
     for value in answers.iter() {
         for element in list_elements(value.as_bytes()) {
@@ -590,7 +590,7 @@ mod tests {
     ) -> Result<Option<DeflateParams>, &'static str> {
         let map = headers(values);
         client_check_response(config, map.get_all(SEC_WEBSOCKET_EXTENSIONS)).map_err(|e| match e {
-            HandshakeError::BadResponse(message) => message,
+            HandshakeFailure::BadResponse(message) => message,
             other => panic!("expected BadResponse, got {other:?}"),
         })
     }

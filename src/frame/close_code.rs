@@ -58,6 +58,12 @@ impl CloseCode {
             Self::Status | Self::Abnormal | Self::Tls | Self::Reserved(_) | Self::Bad(_)
         )
     }
+
+    /// [`is_allowed_on_wire`](Self::is_allowed_on_wire), under tungstenite's
+    /// name.
+    pub fn is_allowed(self) -> bool {
+        self.is_allowed_on_wire()
+    }
 }
 
 impl From<u16> for CloseCode {
@@ -109,6 +115,12 @@ impl From<CloseCode> for u16 {
             | CloseCode::Library(c)
             | CloseCode::Bad(c) => c,
         }
+    }
+}
+
+impl From<&CloseCode> for u16 {
+    fn from(code: &CloseCode) -> u16 {
+        (*code).into()
     }
 }
 

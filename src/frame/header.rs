@@ -74,8 +74,8 @@ impl FrameHeader {
             return Ok(HeaderParse::Partial);
         };
         // Checked on the first byte so a bad frame fails without waiting.
-        let opcode =
-            OpCode::from_u8(first & 0x0F).ok_or(ProtocolError::ReservedOpCode(first & 0x0F))?;
+        let opcode = OpCode::from_u8(first & 0x0F)
+            .ok_or_else(|| ProtocolError::reserved_opcode(first & 0x0F))?;
         let Some(&second) = input.get(1) else {
             return Ok(HeaderParse::Partial);
         };
@@ -268,7 +268,7 @@ mod tests {
         for op in [3u8, 7, 11, 15] {
             assert_eq!(
                 FrameHeader::parse(&[0x80 | op]),
-                Err(ProtocolError::ReservedOpCode(op))
+                Err(ProtocolError::reserved_opcode(op))
             );
         }
     }

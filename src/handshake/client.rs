@@ -12,7 +12,7 @@ use super::accept_key::{derive_accept_key, generate_key};
 use super::head::{self, HeadReader, MAX_HEADERS};
 use crate::deflate::params::{client_check_response, client_offer};
 use crate::deflate::{DeflateConfig, DeflateParams};
-use crate::error::{Error, HandshakeError, Result};
+use crate::error::{Error, HandshakeFailure, ProtocolError, Result, UrlError};
 
 /// Something a WebSocket client request can be built from: a `ws://` or
 /// `wss://` URL (as `&str`, `String` or [`Uri`]) or a complete
@@ -50,11 +50,13 @@ pub trait IntoClientRequest {
     ///
     /// # Errors
     ///
-    /// [`HandshakeError::BadUrl`] for a URL that does not parse, a scheme
-    /// other than `ws` or `wss`, a URL without a host (unless a request
-    /// carries a `Host` header and an origin-form target such as `/chat`),
-    /// a fragment or user credentials in the URL, a method other than GET,
-    /// or an HTTP version other than 1.1.
+    /// [`Error::Url`] for a URL that does not parse, a scheme other than
+    /// `ws` or `wss`
+    /// ([`UrlError::UnsupportedUrlScheme`](crate::error::UrlError::UnsupportedUrlScheme)),
+    /// a URL without a host (unless a request carries a `Host` header and
+    /// an origin-form target such as `/chat`), a fragment or user
+    /// credentials in the URL; [`Error::Protocol`] for a method other than
+    /// GET or an HTTP version other than 1.1.
     fn into_client_request(self) -> Result<Request<()>>;
 }
 
@@ -108,32 +110,22 @@ impl IntoClientRequest for Request<()> {
 }
 
 fn bad_url(message: String) -> Error {
-    HandshakeError::BadUrl(message).into()
+    UrlError::Invalid(message).into()
 }
 
 /// Checks `request` and adds the handshake headers it lacks.
 pub(super) fn complete_request(mut request: Request<()>) -> Result<Request<()>> {
     if request.method() != Method::GET {
-        let method = request.method();
-        return Err(bad_url(format!(
-            "a WebSocket upgrade uses GET, not {method}"
-        )));
+        return Err(ProtocolError::WrongHttpMethod.into());
     }
     if request.version() != Version::HTTP_11 {
-        let version = request.version();
-        return Err(bad_url(format!(
-            "a WebSocket upgrade is HTTP/1.1, not {version:?}"
-        )));
+        return Err(ProtocolError::WrongHttpVersion.into());
     }
     let uri = request.uri();
     let default_port = match uri.scheme_str() {
         Some(scheme) if scheme.eq_ignore_ascii_case("ws") => 80,
         Some(scheme) if scheme.eq_ignore_ascii_case("wss") => 443,
-        Some(scheme) => {
-            return Err(bad_url(format!(
-                "unsupported URL scheme {scheme:?} (use ws or wss)"
-            )));
-        }
+        Some(_) => return Err(UrlError::UnsupportedUrlScheme.into()),
         None if uri.authority().is_some() => {
             return Err(bad_url(format!("{uri} has no ws or wss scheme")));
         }
@@ -175,11 +167,8 @@ pub(super) fn complete_request(mut request: Request<()>) -> Result<Request<()>> 
 fn host_header(uri: &Uri, default_port: u16) -> Result<HeaderValue> {
     let host = match uri.host() {
         Some(host) if !host.is_empty() => host,
-        _ => {
-            return Err(bad_url(format!(
-                "{uri} has no host and the request has no Host header"
-            )));
-        }
+        Some(_) => return Err(UrlError::EmptyHostName.into()),
+        None => return Err(UrlError::NoHostName.into()),
     };
     let value = match uri.port_u16() {
         Some(port) if port != default_port => format!("{host}:{port}"),
@@ -300,7 +289,7 @@ impl ClientHandshake {
     ///
     /// # Errors
     ///
-    /// [`HandshakeError::BadUrl`] if the request cannot be used (see
+    /// [`Error::Url`] if the request cannot be used (see
     /// [`IntoClientRequest::into_client_request`]) or carries more than one
     /// `Sec-WebSocket-Key`.
     pub fn new(request: impl IntoClientRequest) -> Result<Self> {
@@ -318,7 +307,7 @@ impl ClientHandshake {
     ///
     /// # Errors
     ///
-    /// As for [`ClientHandshake::new`], and [`HandshakeError::BadUrl`] if
+    /// As for [`ClientHandshake::new`], and [`Error::Url`] if
     /// `deflate` is `Some` and the request already has a
     /// `Sec-WebSocket-Extensions` header: lockgate writes the offer itself
     /// and can only honour answers to its own offer.
@@ -397,15 +386,15 @@ impl ClientHandshake {
     ///
     /// All are [`Error::Handshake`]:
     ///
-    /// - [`HandshakeError::HeadTooLarge`]: the head exceeds 64 KiB, a line
+    /// - [`HandshakeFailure::HeadTooLarge`]: the head exceeds 64 KiB, a line
     ///   8 KiB or the header count 100.
-    /// - [`HandshakeError::Parse`]: the head is not HTTP, reported at the
+    /// - [`HandshakeFailure::Parse`]: the head is not HTTP, reported at the
     ///   first byte that cannot belong to it.
-    /// - [`HandshakeError::UnexpectedResponse`]: the status is not 101. The
+    /// - [`Error::Http`]: the status is not 101. The
     ///   response's body is the bytes that followed the head in the input
     ///   received so far (`None` if there were none); the rest of the body
     ///   is not waited for.
-    /// - [`HandshakeError::BadResponse`]: a status line that does not start
+    /// - [`HandshakeFailure::BadResponse`]: a status line that does not start
     ///   with `HTTP/1.1 ` (reported at the first byte that differs, without
     ///   waiting for the rest of the head), a 101 that breaks RFC 6455, or
     ///   whose `Sec-WebSocket-Extensions` is not a valid answer to the
@@ -428,8 +417,8 @@ impl ClientHandshake {
         if response.status() != StatusCode::SWITCHING_PROTOCOLS {
             let body = (!leftover.is_empty()).then_some(leftover);
             let (parts, ()) = response.into_parts();
-            let response = Response::from_parts(parts, body);
-            return Err(HandshakeError::UnexpectedResponse(Box::new(response)).into());
+            let response = Response::from_parts(parts, body.map(Vec::from));
+            return Err(Error::Http(Box::new(response)));
         }
         let deflate = check_response(
             &response,
@@ -446,27 +435,27 @@ impl ClientHandshake {
 }
 
 /// Parses a complete response head.
-fn parse_response(head: head::Head) -> Result<(Response<()>, Bytes), HandshakeError> {
+fn parse_response(head: head::Head) -> Result<(Response<()>, Bytes), HandshakeFailure> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut parsed = httparse::Response::new(&mut headers);
     let len = match parsed.parse(&head.bytes)? {
         httparse::Status::Complete(len) => len,
         httparse::Status::Partial => {
-            return Err(HandshakeError::BadResponse("incomplete HTTP head"));
+            return Err(HandshakeFailure::BadResponse("incomplete HTTP head"));
         }
     };
     let code = parsed
         .code
-        .ok_or(HandshakeError::BadResponse("no status code"))?;
+        .ok_or(HandshakeFailure::BadResponse("no status code"))?;
     let status = StatusCode::from_u16(code)
-        .map_err(|_| HandshakeError::BadResponse("invalid status code"))?;
+        .map_err(|_| HandshakeFailure::BadResponse("invalid status code"))?;
     let version = if parsed.version == Some(1) {
         Version::HTTP_11
     } else {
         Version::HTTP_10
     };
     let headers = head::header_map(parsed.headers)
-        .ok_or(HandshakeError::BadResponse("invalid header field"))?;
+        .ok_or(HandshakeFailure::BadResponse("invalid header field"))?;
     let mut response = Response::new(());
     *response.status_mut() = status;
     *response.version_mut() = version;
@@ -481,10 +470,10 @@ fn check_response(
     request: &HeaderMap,
     accept: &str,
     deflate: Option<&DeflateConfig>,
-) -> Result<Option<DeflateParams>, HandshakeError> {
+) -> Result<Option<DeflateParams>, HandshakeFailure> {
     let headers = response.headers();
     if response.version() != Version::HTTP_11 {
-        return Err(HandshakeError::BadResponse(
+        return Err(HandshakeFailure::BadResponse(
             "the 101 response is not HTTP/1.1",
         ));
     }
@@ -495,7 +484,7 @@ fn check_response(
     if !head::single_value(headers, UPGRADE)
         .is_some_and(|value| value.eq_ignore_ascii_case(b"websocket"))
     {
-        return Err(HandshakeError::BadResponse(
+        return Err(HandshakeFailure::BadResponse(
             "Upgrade is missing or not websocket",
         ));
     }
@@ -504,18 +493,18 @@ fn check_response(
     // case-insensitive match for the value "Upgrade", the client MUST _Fail
     // the WebSocket Connection_."
     if !head::has_token(headers, CONNECTION, "upgrade") {
-        return Err(HandshakeError::BadResponse(
+        return Err(HandshakeFailure::BadResponse(
             "Connection is missing or lacks the upgrade token",
         ));
     }
     match head::single_value(headers, SEC_WEBSOCKET_ACCEPT) {
         None => {
-            return Err(HandshakeError::BadResponse(
+            return Err(HandshakeFailure::BadResponse(
                 "Sec-WebSocket-Accept is missing or repeated",
             ));
         }
         Some(value) if value != accept.as_bytes() => {
-            return Err(HandshakeError::BadResponse(
+            return Err(HandshakeFailure::BadResponse(
                 "Sec-WebSocket-Accept does not match the key",
             ));
         }
@@ -536,25 +525,25 @@ fn check_response(
 pub(super) fn check_protocol(
     request: &HeaderMap,
     response: &HeaderMap,
-) -> Result<(), HandshakeError> {
+) -> Result<(), HandshakeFailure> {
     let mut answers = response.get_all(SEC_WEBSOCKET_PROTOCOL).into_iter();
     let Some(chosen) = answers.next() else {
         return Ok(());
     };
     if answers.next().is_some() {
-        return Err(HandshakeError::BadResponse(
+        return Err(HandshakeFailure::BadResponse(
             "more than one Sec-WebSocket-Protocol",
         ));
     }
     let chosen = chosen.as_bytes().trim_ascii();
     let mut offered = head::list_elements(request, SEC_WEBSOCKET_PROTOCOL).peekable();
     if offered.peek().is_none() {
-        return Err(HandshakeError::BadResponse(
+        return Err(HandshakeFailure::BadResponse(
             "a subprotocol was chosen but none was offered",
         ));
     }
     if !offered.any(|protocol| protocol == chosen) {
-        return Err(HandshakeError::BadResponse(
+        return Err(HandshakeFailure::BadResponse(
             "the chosen subprotocol was not offered",
         ));
     }
@@ -575,7 +564,7 @@ pub(super) fn check_extensions(
     offered: GetAll<'_, HeaderValue>,
     accepted: GetAll<'_, HeaderValue>,
     deflate: Option<&DeflateConfig>,
-) -> Result<Option<DeflateParams>, HandshakeError> {
+) -> Result<Option<DeflateParams>, HandshakeFailure> {
     if let Some(config) = deflate {
         return client_check_response(config, accepted);
     }
@@ -586,11 +575,11 @@ pub(super) fn check_extensions(
         return Ok(None);
     }
     if offered.iter().next().is_none() {
-        Err(HandshakeError::BadResponse(
+        Err(HandshakeFailure::BadResponse(
             "an extension was accepted but none was offered",
         ))
     } else {
-        Err(HandshakeError::BadResponse(
+        Err(HandshakeFailure::BadResponse(
             "an extension was accepted that lockgate does not implement",
         ))
     }
@@ -620,7 +609,7 @@ mod tests {
 
     fn bad_response(result: Result<Option<ClientHandshakeDone>>) -> &'static str {
         match result {
-            Err(Error::Handshake(HandshakeError::BadResponse(message))) => message,
+            Err(Error::Handshake(HandshakeFailure::BadResponse(message))) => message,
             other => panic!("expected BadResponse, got {other:?}"),
         }
     }
@@ -659,14 +648,14 @@ mod tests {
             "*",
         ] {
             match url.into_client_request() {
-                Err(Error::Handshake(HandshakeError::BadUrl(_))) => {}
+                Err(Error::Url(_)) => {}
                 other => panic!("{url}: {other:?}"),
             }
         }
         let post = Request::post("ws://example.com/").body(()).unwrap();
         assert!(matches!(
             post.into_client_request(),
-            Err(Error::Handshake(HandshakeError::BadUrl(_)))
+            Err(Error::Protocol(ProtocolError::WrongHttpMethod))
         ));
         let http2 = Request::get("ws://example.com/")
             .version(Version::HTTP_2)
@@ -674,7 +663,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             http2.into_client_request(),
-            Err(Error::Handshake(HandshakeError::BadUrl(_)))
+            Err(Error::Protocol(ProtocolError::WrongHttpVersion))
         ));
     }
 
@@ -764,9 +753,10 @@ mod tests {
         );
         let http10 = OK.replace("HTTP/1.1", "HTTP/1.0");
         let result = handshake().receive(format!("{http10}\r\n").as_bytes());
-        assert_eq!(
-            bad_response(result),
-            "the status line does not start with HTTP/1.1"
+        assert!(
+            matches!(&result, Err(Error::Handshake(HandshakeFailure::NotHttp(arrived)))
+                if arrived == "HTTP/1.0 101 Switching Protocols"),
+            "{result:?}"
         );
     }
 

@@ -15,7 +15,7 @@ use crate::config::{Config, Role};
 use crate::deflate::DeflateParams;
 #[cfg(doc)]
 use crate::error::TimeoutKind;
-use crate::error::{Error, HandshakeError, Result};
+use crate::error::{CapacityError, Error, ProtocolError, Result};
 use crate::proto::WebSocketContext;
 
 /// Runs one side of the opening handshake for a driver that owns the
@@ -315,7 +315,7 @@ impl<H> HandshakeDriver<H> {
             return;
         }
         if input.is_empty() {
-            let eof = Err(HandshakeError::UnexpectedEof.into());
+            let eof = Err(ProtocolError::HandshakeIncomplete.into());
             return self.progress.finish(eof, Vec::new());
         }
         match (self.on_input)(&mut self.handshake, input) {
@@ -340,18 +340,17 @@ impl<H> HandshakeDriver<H> {
                 };
                 self.progress.finish(Ok(Box::new(opened)), accepted.reply);
             }
-            Err(Error::Handshake(error)) => {
+            Err(error) => {
                 // The peer should learn why (RFC 6455 section 4.2.1: "the
                 // server MUST stop processing the client's handshake and
                 // return an HTTP response with an appropriate error
                 // code").
                 let answer = match self.role {
-                    Role::Server => error_response_bytes(&error),
-                    Role::Client => Vec::new(),
+                    Role::Server if refused_request(&error) => error_response_bytes(&error),
+                    _ => Vec::new(),
                 };
-                self.progress.finish(Err(error.into()), answer);
+                self.progress.finish(Err(error), answer);
             }
-            Err(error) => self.progress.finish(Err(error), Vec::new()),
         }
     }
 
@@ -390,6 +389,18 @@ impl<H> HandshakeDriver<H> {
     pub fn get_ref(&self) -> &H {
         &self.handshake
     }
+}
+
+/// Whether a server's handshake failed on the request (which the client
+/// is then told about) rather than on the connection.
+fn refused_request(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Handshake(_)
+            | Error::Http(_)
+            | Error::Protocol(_)
+            | Error::Capacity(CapacityError::TooManyHeaders)
+    )
 }
 
 impl<H: fmt::Debug> fmt::Debug for HandshakeDriver<H> {
@@ -583,7 +594,7 @@ mod tests {
         client.receive(b"HTTP/1.0 200 OK\r\n", at(start, 1));
         assert!(matches!(
             failure(client.poll(at(start, 1))),
-            Error::Handshake(HandshakeError::BadResponse(_))
+            Error::Handshake(crate::error::HandshakeFailure::NotHttp(_))
         ));
     }
 
@@ -633,7 +644,7 @@ mod tests {
         server.receive(b"", at(start, 10));
         assert!(matches!(
             failure(server.poll(at(start, 10))),
-            Error::Handshake(HandshakeError::UnexpectedEof)
+            Error::Protocol(ProtocolError::HandshakeIncomplete)
         ));
     }
 

@@ -19,7 +19,7 @@ use super::head;
 use super::server::negotiate_extensions;
 use crate::deflate::params::client_offer;
 use crate::deflate::{DeflateConfig, DeflateParams};
-use crate::error::{Error, HandshakeError, Result};
+use crate::error::{Error, HandshakeFailure, Result, UrlError};
 
 /// The `:protocol` value of a WebSocket extended CONNECT (RFC 8441
 /// section 4).
@@ -49,9 +49,9 @@ pub const WEBSOCKET_PROTOCOL: &str = "websocket";
 ///
 /// # Errors
 ///
-/// [`HandshakeError::BadRequest`] (400) for anything else, and
-/// [`HandshakeError::UnsupportedVersion`] for a version other than 13 (see
-/// [`HandshakeError::to_response`] for the answer over HTTP/2).
+/// [`HandshakeFailure::BadRequest`] (400) for anything else, and
+/// [`HandshakeFailure::UnsupportedVersion`] for a version other than 13 (see
+/// [`HandshakeFailure::to_response`] for the answer over HTTP/2).
 ///
 /// # Examples
 ///
@@ -72,7 +72,7 @@ pub fn extended_connect_response<B>(
     request: &Request<B>,
     protocol: Option<&str>,
     deflate: Option<&DeflateConfig>,
-) -> Result<(Response<()>, Option<DeflateParams>), HandshakeError> {
+) -> Result<(Response<()>, Option<DeflateParams>), HandshakeFailure> {
     check_extended_connect(request, protocol)?;
     let deflate = crate::deflate::usable(deflate.copied());
     let mut response = Response::new(());
@@ -103,26 +103,26 @@ pub fn is_extended_connect<B>(request: &Request<B>) -> bool {
 fn check_extended_connect<B>(
     request: &Request<B>,
     protocol: Option<&str>,
-) -> Result<(), HandshakeError> {
+) -> Result<(), HandshakeFailure> {
     if request.method() != Method::CONNECT {
-        return Err(HandshakeError::BadRequest(
+        return Err(HandshakeFailure::BadRequest(
             "a WebSocket over HTTP/2 is an extended CONNECT",
         ));
     }
     if request.version() < Version::HTTP_2 {
-        return Err(HandshakeError::BadRequest(
+        return Err(HandshakeFailure::BadRequest(
             "extended CONNECT needs HTTP/2 or later",
         ));
     }
     if !protocol.is_some_and(|p| p.eq_ignore_ascii_case(WEBSOCKET_PROTOCOL)) {
-        return Err(HandshakeError::BadRequest(
+        return Err(HandshakeFailure::BadRequest(
             ":protocol is missing or not websocket",
         ));
     }
     // RFC 8441 section 5: "the Sec-WebSocket-Version [...] header fields
     // are used as defined in RFC 6455".
     if head::single_value(request.headers(), SEC_WEBSOCKET_VERSION) != Some(b"13") {
-        return Err(HandshakeError::UnsupportedVersion);
+        return Err(HandshakeFailure::UnsupportedVersion);
     }
     Ok(())
 }
@@ -174,7 +174,7 @@ impl ExtendedConnect {
     ///
     /// # Errors
     ///
-    /// [`HandshakeError::BadUrl`] as for
+    /// [`Error::Url`] as for
     /// [`ClientHandshake::with_deflate`](super::ClientHandshake::with_deflate).
     pub fn new(
         request: impl super::IntoClientRequest,
@@ -240,9 +240,9 @@ impl ExtendedConnect {
     ///
     /// # Errors
     ///
-    /// [`HandshakeError::UnexpectedResponse`] for a status other than 2xx
+    /// [`Error::Http`] for a status other than 2xx
     /// (without a body: the HTTP library has it), and
-    /// [`HandshakeError::BadResponse`] for a subprotocol or an extension
+    /// [`HandshakeFailure::BadResponse`] for a subprotocol or an extension
     /// that was not offered.
     pub fn check_response<B>(&self, response: &Response<B>) -> Result<Option<DeflateParams>> {
         if !response.status().is_success() {
@@ -250,7 +250,7 @@ impl ExtendedConnect {
             *refusal.status_mut() = response.status();
             *refusal.version_mut() = response.version();
             *refusal.headers_mut() = response.headers().clone();
-            return Err(HandshakeError::UnexpectedResponse(Box::new(refusal)).into());
+            return Err(Error::Http(Box::new(refusal)));
         }
         check_protocol(self.request.headers(), response.headers())?;
         Ok(check_extensions(
@@ -262,7 +262,7 @@ impl ExtendedConnect {
 }
 
 fn bad_url(message: String) -> Error {
-    HandshakeError::BadUrl(message).into()
+    UrlError::Invalid(message).into()
 }
 
 #[cfg(test)]
@@ -373,7 +373,7 @@ mod tests {
         assert!(respond(200, Some("b"), None).unwrap().is_none());
         assert!(respond(200, None, None).is_ok());
         match respond(403, None, None) {
-            Err(Error::Handshake(HandshakeError::UnexpectedResponse(response))) => {
+            Err(Error::Http(response)) => {
                 assert_eq!(response.status(), 403);
             }
             other => panic!("{other:?}"),

@@ -11,7 +11,7 @@ use std::fmt;
 use bytes::Bytes;
 use http::header::{AsHeaderName, HeaderMap, HeaderName, HeaderValue};
 
-use crate::error::HandshakeError;
+use crate::error::{BODY_SUMMARY, HandshakeFailure, summarize_body};
 
 /// The largest head (start line, header fields and the empty line that ends
 /// them) accepted, in bytes.
@@ -127,11 +127,11 @@ const STATUS_VERSION: &[u8] = b"HTTP/1.1 ";
 ///
 /// - a request line is `GET`, SP, a request target (visible ASCII or
 ///   obs-text), SP, `HTTP/1.1` and the line end. A method other than GET
-///   fails as [`HandshakeError::BadRequest`] at its first byte that differs
+///   fails as [`HandshakeFailure::BadRequest`] at its first byte that differs
 ///   from `GET `, and so does `HTTP/1.0` at its `0`; any other byte out of
-///   place is [`HandshakeError::Parse`];
+///   place is [`HandshakeFailure::Parse`];
 /// - a status line starts with `HTTP/1.1 ` (else
-///   [`HandshakeError::BadResponse`] at the first byte that differs), then
+///   [`HandshakeFailure::BadResponse`] at the first byte that differs), then
 ///   three digits and an optional SP and reason phrase;
 /// - a header field line is a name of `tchar`s, `:`, and a value of HTAB,
 ///   SP, visible ASCII and obs-text. A line starting with whitespace
@@ -190,11 +190,11 @@ impl HeadReader {
     ///
     /// # Errors
     ///
-    /// [`HandshakeError::HeadTooLarge`] as soon as a limit is crossed, and
+    /// [`HandshakeFailure::HeadTooLarge`] as soon as a limit is crossed, and
     /// the errors listed on [`HeadReader`] as soon as a byte breaks the
     /// grammar; the offending bytes are not buffered. The reader must not
     /// be used after an error or after it returned the head.
-    pub(crate) fn push(&mut self, input: &[u8]) -> Result<Option<Head>, HandshakeError> {
+    pub(crate) fn push(&mut self, input: &[u8]) -> Result<Option<Head>, HandshakeFailure> {
         match self.scan(input)? {
             None => {
                 self.buf.extend_from_slice(input);
@@ -209,6 +209,17 @@ impl HeadReader {
         }
     }
 
+    /// What arrived so far, this `input` included, as one line of text
+    /// for an error message: the start of the head, up to its first line
+    /// end.
+    fn arrived(&self, input: &[u8]) -> String {
+        let room = BODY_SUMMARY.saturating_sub(self.buf.len());
+        let taken = &input[..input.len().min(room)];
+        let start: Vec<u8> = self.buf.iter().chain(taken).copied().collect();
+        let first_line = start.split(|&b| b == b'\n').next().unwrap_or_default();
+        summarize_body(first_line, BODY_SUMMARY)
+    }
+
     /// How many bytes `push` has examined in total.
     #[cfg(test)]
     pub(crate) fn scanned(&self) -> usize {
@@ -217,14 +228,14 @@ impl HeadReader {
 
     /// Scans `input` as the continuation of the head. Returns the index just
     /// past the head's final LF if the head ends inside `input`.
-    fn scan(&mut self, input: &[u8]) -> Result<Option<usize>, HandshakeError> {
+    fn scan(&mut self, input: &[u8]) -> Result<Option<usize>, HandshakeFailure> {
         for (pos, &byte) in input.iter().enumerate() {
             #[cfg(test)]
             {
                 self.scanned += 1;
             }
             if self.buf.len() + pos >= MAX_HEAD_SIZE {
-                return Err(HandshakeError::HeadTooLarge);
+                return Err(HandshakeFailure::HeadTooLarge);
             }
             if byte == b'\n' {
                 if self.end_line()? {
@@ -233,17 +244,23 @@ impl HeadReader {
             } else {
                 // A line holds at most MAX_LINE_SIZE bytes before its CR.
                 if self.line_len >= MAX_LINE_SIZE && byte != b'\r' {
-                    return Err(HandshakeError::HeadTooLarge);
+                    return Err(HandshakeFailure::HeadTooLarge);
                 }
                 self.line_len += 1;
-                self.grammar = self.step(byte)?;
+                self.grammar = match self.step(byte) {
+                    Ok(grammar) => grammar,
+                    Err(HandshakeFailure::NotHttp(_)) => {
+                        return Err(HandshakeFailure::NotHttp(self.arrived(input)));
+                    }
+                    Err(error) => return Err(error),
+                };
             }
         }
         Ok(None)
     }
 
     /// Where `byte` (not LF) takes the grammar.
-    fn step(&self, byte: u8) -> Result<Grammar, HandshakeError> {
+    fn step(&self, byte: u8) -> Result<Grammar, HandshakeFailure> {
         use Grammar as G;
         use httparse::Error as E;
         if byte == b'\r' {
@@ -277,7 +294,7 @@ impl HeadReader {
     }
 
     /// The error for a CR or LF where the current line cannot end.
-    fn misplaced_line_end(&self) -> HandshakeError {
+    fn misplaced_line_end(&self) -> HandshakeFailure {
         use httparse::Error as E;
         match self.grammar {
             Grammar::Version(_) if self.kind != HeadKind::Request => not_http11_response(),
@@ -290,7 +307,7 @@ impl HeadReader {
     }
 
     /// Ends the current line at an LF. Returns whether it ended the head.
-    fn end_line(&mut self) -> Result<bool, HandshakeError> {
+    fn end_line(&mut self) -> Result<bool, HandshakeFailure> {
         let empty = match self.grammar {
             Grammar::Cr { empty } => empty,
             Grammar::Leading | Grammar::Name(0) => true,
@@ -307,7 +324,7 @@ impl HeadReader {
         }
         self.lines += 1;
         if self.lines > MAX_HEADERS + 1 {
-            return Err(HandshakeError::HeadTooLarge);
+            return Err(HandshakeFailure::HeadTooLarge);
         }
         self.grammar = Grammar::Name(0);
         Ok(false)
@@ -315,7 +332,7 @@ impl HeadReader {
 }
 
 /// The request line's method, `i` bytes of `GET ` matched, taking `byte`.
-fn method(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
+fn method(i: usize, byte: u8) -> Result<Grammar, HandshakeFailure> {
     if REQUEST_METHOD[i] == byte {
         return Ok(if i + 1 == REQUEST_METHOD.len() {
             Grammar::Target(0)
@@ -326,7 +343,7 @@ fn method(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
     if is_tchar(byte) || (byte == b' ' && i > 0) {
         // Some other method: RFC 6455 section 4.2.1, "An HTTP/1.1 or
         // higher GET request".
-        Err(HandshakeError::BadRequest("the method is not GET"))
+        Err(HandshakeFailure::BadRequest("the method is not GET"))
     } else {
         Err(httparse::Error::Token.into())
     }
@@ -334,7 +351,7 @@ fn method(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
 
 /// The request line's version, `i` bytes of `HTTP/1.1` matched, taking
 /// `byte`.
-fn request_version(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
+fn request_version(i: usize, byte: u8) -> Result<Grammar, HandshakeFailure> {
     match REQUEST_VERSION.get(i) {
         Some(&expected) if expected == byte => Ok(if i + 1 == REQUEST_VERSION.len() {
             Grammar::LineEnd
@@ -342,7 +359,7 @@ fn request_version(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
             Grammar::Version(i + 1)
         }),
         _ if i + 1 == REQUEST_VERSION.len() && byte == b'0' => {
-            Err(HandshakeError::BadRequest("HTTP/1.1 is required"))
+            Err(HandshakeFailure::BadRequest("HTTP/1.1 is required"))
         }
         _ => Err(httparse::Error::Version.into()),
     }
@@ -351,7 +368,7 @@ fn request_version(i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
 /// The status line's version, `i` bytes of `HTTP/1.1 ` matched, taking
 /// `byte`.
 /// A proxy's may also be `HTTP/1.0 `.
-fn status_version(kind: HeadKind, i: usize, byte: u8) -> Result<Grammar, HandshakeError> {
+fn status_version(kind: HeadKind, i: usize, byte: u8) -> Result<Grammar, HandshakeFailure> {
     let http10 = kind == HeadKind::ProxyResponse && i == 7 && byte == b'0';
     match STATUS_VERSION.get(i) {
         Some(&expected) if expected == byte || http10 => Ok(if i + 1 == STATUS_VERSION.len() {
@@ -364,9 +381,10 @@ fn status_version(kind: HeadKind, i: usize, byte: u8) -> Result<Grammar, Handsha
 }
 
 /// RFC 6455 section 4.1: the client expects an HTTP/1.1 response; any
-/// other start fails the handshake without waiting for the rest.
-fn not_http11_response() -> HandshakeError {
-    HandshakeError::BadResponse("the status line does not start with HTTP/1.1")
+/// other start fails the handshake without waiting for the rest. What
+/// arrived is filled in by [`HeadReader::scan`], which has the bytes.
+fn not_http11_response() -> HandshakeFailure {
+    HandshakeFailure::NotHttp(String::new())
 }
 
 impl Head {
@@ -473,7 +491,7 @@ mod tests {
     fn push_chunked(
         input: &[u8],
         chunk: usize,
-    ) -> (Result<Option<Head>, HandshakeError>, HeadReader) {
+    ) -> (Result<Option<Head>, HandshakeFailure>, HeadReader) {
         let mut reader = HeadReader::request();
         for piece in input.chunks(chunk) {
             match reader.push(piece) {
@@ -550,7 +568,8 @@ mod tests {
     }
 
     /// What a reader of `kind` makes of `input`, pushed whole and byte by
-    /// byte (the two must agree), with how many bytes it examined.
+    /// byte (the two must agree, but for how much of what arrived a
+    /// `NotHttp` shows), with how many bytes it examined.
     fn refusal(kind: HeadKind, input: &[u8]) -> (String, usize) {
         let mut whole = HeadReader::new(kind);
         let error = whole.push(input).expect_err("refused");
@@ -559,7 +578,15 @@ mod tests {
             .iter()
             .find_map(|byte| reader.push(std::slice::from_ref(byte)).err())
             .expect("refused byte by byte");
-        assert_eq!(format!("{error:?}"), format!("{bytewise:?}"));
+        match (&error, &bytewise) {
+            (HandshakeFailure::NotHttp(whole), HandshakeFailure::NotHttp(bytewise)) => {
+                assert!(
+                    whole.starts_with(bytewise.as_str()),
+                    "{whole:?} {bytewise:?}"
+                );
+            }
+            _ => assert_eq!(format!("{error:?}"), format!("{bytewise:?}")),
+        }
         assert_eq!(whole.scanned(), reader.scanned());
         assert!(
             whole.buf.is_empty(),
@@ -573,8 +600,6 @@ mod tests {
         use HeadKind::{Request, Response};
         const NOT_GET: &str = "BadRequest(\"the method is not GET\")";
         const NOT_11: &str = "BadRequest(\"HTTP/1.1 is required\")";
-        const NOT_11_RESPONSE: &str =
-            "BadResponse(\"the status line does not start with HTTP/1.1\")";
         const TOKEN: &str = "Parse(Token)";
         const VERSION: &str = "Parse(Version)";
         const NEWLINE: &str = "Parse(NewLine)";
@@ -605,9 +630,19 @@ mod tests {
             (Request, b"GET / HTTP/1.1\r\n: a\r\n", NAME, 17),
             (Request, b"GET / HTTP/1.1\r\nA: \x01\r\n", VALUE, 20),
             (Request, b"GET / HTTP/1.1\r\nA: \r\r\n", NEWLINE, 21),
-            (Response, b"SSH-2.0-OpenSSH\r\n", NOT_11_RESPONSE, 1),
-            (Response, b"HTTP/1.0 101 OK\r\n", NOT_11_RESPONSE, 8),
-            (Response, b"HTTP/1.1\r\n", NOT_11_RESPONSE, 9),
+            (
+                Response,
+                b"SSH-2.0-OpenSSH\r\nmore",
+                "NotHttp(\"SSH-2.0-OpenSSH\")",
+                1,
+            ),
+            (
+                Response,
+                b"HTTP/1.0 101 OK\r\n",
+                "NotHttp(\"HTTP/1.0 101 OK\")",
+                8,
+            ),
+            (Response, b"HTTP/1.1\r\n", "NotHttp(\"HTTP/1.1\")", 9),
             (Response, b"HTTP/1.1 1o1 OK\r\n", STATUS, 11),
             (Response, b"HTTP/1.1 1010 OK\r\n", STATUS, 13),
             (Response, b"HTTP/1.1 10\r\n", STATUS, 12),
@@ -664,7 +699,7 @@ mod tests {
         let mut reader = HeadReader::request();
         assert!(matches!(
             reader.push(&input),
-            Err(HandshakeError::HeadTooLarge)
+            Err(HandshakeFailure::HeadTooLarge)
         ));
         assert!(reader.scanned() <= MAX_LINE_SIZE + 2);
         assert!(reader.buf.is_empty(), "nothing buffered");
@@ -678,7 +713,7 @@ mod tests {
         for chunk in [1, 7, 4096, head.len()] {
             let (result, reader) = push_chunked(&head, chunk);
             assert!(
-                matches!(result, Err(HandshakeError::HeadTooLarge)),
+                matches!(result, Err(HandshakeFailure::HeadTooLarge)),
                 "chunk {chunk}"
             );
             assert!(reader.buf.len() <= MAX_HEAD_SIZE);
@@ -710,7 +745,7 @@ mod tests {
                 let too_long = line(MAX_LINE_SIZE + 1, end);
                 let result = push_chunked(&too_long, chunk).0;
                 assert!(
-                    matches!(result, Err(HandshakeError::HeadTooLarge)),
+                    matches!(result, Err(HandshakeFailure::HeadTooLarge)),
                     "chunk {chunk}"
                 );
             }
@@ -726,7 +761,7 @@ mod tests {
         assert!(reader.push(b"\r").unwrap().is_none());
         assert!(matches!(
             reader.push(b"v"),
-            Err(HandshakeError::HeadTooLarge)
+            Err(HandshakeFailure::HeadTooLarge)
         ));
     }
 
@@ -738,7 +773,7 @@ mod tests {
         for chunk in [1, too_many.len()] {
             let result = push_chunked(&too_many, chunk).0;
             assert!(
-                matches!(result, Err(HandshakeError::HeadTooLarge)),
+                matches!(result, Err(HandshakeFailure::HeadTooLarge)),
                 "chunk {chunk}"
             );
         }

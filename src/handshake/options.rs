@@ -220,12 +220,12 @@ impl<T> ClientOptions<T> {
     ///
     /// # Errors
     ///
-    /// [`HandshakeError::BadUrl`](crate::HandshakeError::BadUrl) for a URL
+    /// [`Error::Url`](crate::Error::Url) for a URL
     /// without a host or with another scheme, and for an unusable proxy in
     /// the environment.
     pub fn route(&self, uri: &http::Uri) -> Result<Route> {
         let bad = |why: &str| -> crate::Error {
-            crate::HandshakeError::BadUrl(format!("{uri}: {why}")).into()
+            crate::error::UrlError::Invalid(format!("{uri}: {why}")).into()
         };
         let secure = match uri.scheme_str() {
             Some(s) if s.eq_ignore_ascii_case("ws") => false,
@@ -275,7 +275,7 @@ impl<T> ClientOptions<T> {
     ///
     /// # Errors
     ///
-    /// [`HandshakeError::BadUrl`](crate::HandshakeError::BadUrl) as for
+    /// [`Error::Url`](crate::Error::Url) as for
     /// [`ClientHandshake::new`].
     pub fn handshake(
         self,

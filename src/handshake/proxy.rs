@@ -14,7 +14,9 @@ use http::{StatusCode, Uri};
 use super::driver::{Exchange, Step};
 use super::head::{self, HeadReader, MAX_HEADERS};
 use super::progress::Progress;
-use crate::error::{BODY_SUMMARY, Error, HandshakeError, Result, summarize_body};
+use crate::error::{
+    BODY_SUMMARY, Error, HandshakeFailure, ProtocolError, Result, UrlError, summarize_body,
+};
 
 /// An HTTP proxy that clients reach their server through with CONNECT,
 /// with optional basic authentication.
@@ -62,7 +64,7 @@ impl Proxy {
     ///
     /// # Errors
     ///
-    /// [`HandshakeError::BadUrl`] for anything else, including `https://`
+    /// [`Error::Url`] for anything else, including `https://`
     /// proxies (TLS to the proxy itself is not supported).
     pub fn http(url: &str) -> Result<Proxy> {
         let bad = |why: &str| bad_url(format!("proxy {url:?}: {why}"));
@@ -324,7 +326,7 @@ fn percent_decode(text: &str) -> Option<String> {
 }
 
 fn bad_url(message: String) -> Error {
-    HandshakeError::BadUrl(message).into()
+    UrlError::Invalid(message).into()
 }
 
 /// Why an HTTP proxy did not open the tunnel: its address, the target,
@@ -431,19 +433,21 @@ impl ProxyTunnel {
     fn answer(&self, head: head::Head) -> Result<()> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut parsed = httparse::Response::new(&mut headers);
-        let len = match parsed.parse(&head.bytes).map_err(HandshakeError::from)? {
+        let len = match parsed.parse(&head.bytes).map_err(HandshakeFailure::from)? {
             httparse::Status::Complete(len) => len,
             httparse::Status::Partial => {
-                return Err(HandshakeError::BadResponse("incomplete proxy response").into());
+                return Err(HandshakeFailure::BadResponse("incomplete proxy response").into());
             }
         };
         let status = parsed
             .code
             .and_then(|code| StatusCode::from_u16(code).ok())
-            .ok_or(HandshakeError::BadResponse("the proxy's status is invalid"))?;
+            .ok_or(HandshakeFailure::BadResponse(
+                "the proxy's status is invalid",
+            ))?;
         let leftover = head.into_leftover(len);
         if !status.is_success() {
-            return Err(HandshakeError::ProxyRefused(Box::new(ProxyRefusal {
+            return Err(HandshakeFailure::ProxyRefused(Box::new(ProxyRefusal {
                 proxy: self.proxy.clone(),
                 target: self.target.clone(),
                 status,
@@ -454,7 +458,7 @@ impl ProxyTunnel {
         // The server speaks only after the client (the upgrade request, or
         // TLS's ClientHello): anything here came from the proxy.
         if !leftover.is_empty() {
-            return Err(HandshakeError::BadResponse(
+            return Err(HandshakeFailure::BadResponse(
                 "the proxy sent bytes after accepting CONNECT, before the server could speak",
             )
             .into());
@@ -475,7 +479,7 @@ impl Exchange for ProxyTunnel {
             return;
         }
         if input.is_empty() {
-            let eof = Err(HandshakeError::UnexpectedEof.into());
+            let eof = Err(ProtocolError::HandshakeIncomplete.into());
             return self.progress.finish(eof, Vec::new());
         }
         match self.reader.push(input) {
@@ -570,7 +574,7 @@ mod tests {
     fn refusals_and_bad_answers() {
         let proxy = Proxy::http("proxy:1").unwrap();
         let refused = |answer: &[u8]| match run(&proxy, &[answer]).1 {
-            Err(Error::Handshake(HandshakeError::ProxyRefused(refusal))) => *refusal,
+            Err(Error::Handshake(HandshakeFailure::ProxyRefused(refusal))) => *refusal,
             other => panic!("{other:?}"),
         };
         let auth = refused(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n");

@@ -16,7 +16,7 @@ use super::accept_key::derive_accept_key;
 use super::head::{self, HeadReader, MAX_HEADERS};
 use crate::deflate::params::server_negotiate;
 use crate::deflate::{DeflateConfig, DeflateParams};
-use crate::error::{Error, HandshakeError, Result};
+use crate::error::{Error, HandshakeFailure, Result};
 
 /// The response a [`Callback`] refuses a request with: any status, headers
 /// and an optional text body.
@@ -40,7 +40,7 @@ pub type ErrorResponse = Response<Option<String>>;
 /// The returned response must keep the status 101 and the three handshake
 /// headers, and may name only a subprotocol the client offered; otherwise
 /// [`ServerHandshake::receive`] fails with
-/// [`HandshakeError::InvalidCallbackResponse`] (a server bug, answered with
+/// [`HandshakeFailure::InvalidCallbackResponse`] (a server bug, answered with
 /// 500).
 ///
 /// The response carries the `Sec-WebSocket-Extensions` lockgate negotiated
@@ -78,7 +78,7 @@ pub trait Callback: Sized {
     /// # Errors
     ///
     /// The [`ErrorResponse`] refuses the handshake: it is reported as
-    /// [`HandshakeError::Rejected`] and sent as given (plus
+    /// [`Error::Http`] and sent as given (plus
     /// `Connection: close` and `Content-Length`).
     fn on_request(
         self,
@@ -139,7 +139,7 @@ impl Callback for NoCallback {
 ///    arrived after the request head (the client's first frames): hand them
 ///    to the frame reader before reading anything else.
 /// 3. On `Err(Error::Handshake(e))`: write [`error_response_bytes(&e)`]
-///    (it carries the status of [`HandshakeError::status`]), flush and close
+///    (it carries the status of [`HandshakeFailure::status`]), flush and close
 ///    the connection.
 ///
 /// After returning the request or an error, `receive` returns
@@ -257,21 +257,21 @@ impl<C: Callback> ServerHandshake<C> {
     ///
     /// # Errors
     ///
-    /// All are [`Error::Handshake`]; [`HandshakeError::status`] gives the
+    /// All are [`Error::Handshake`]; [`HandshakeFailure::status`] gives the
     /// status to answer with and [`error_response_bytes`] the whole answer.
     ///
-    /// - [`HandshakeError::HeadTooLarge`] (431): the head exceeds 64 KiB, a
+    /// - [`HandshakeFailure::HeadTooLarge`] (431): the head exceeds 64 KiB, a
     ///   line 8 KiB or the header count 100.
-    /// - [`HandshakeError::Parse`] (400): the head is not HTTP.
-    /// - [`HandshakeError::BadRequest`] (400): not a WebSocket upgrade (a
+    /// - [`HandshakeFailure::Parse`] (400): the head is not HTTP.
+    /// - [`HandshakeFailure::BadRequest`] (400): not a WebSocket upgrade (a
     ///   method other than GET, a version other than HTTP/1.1, no or several `Host`, `Upgrade`
     ///   without `websocket`, `Connection` without `upgrade`, no valid
     ///   `Sec-WebSocket-Key`).
-    /// - [`HandshakeError::UnsupportedVersion`] (426): the
+    /// - [`HandshakeFailure::UnsupportedVersion`] (426): the
     ///   `Sec-WebSocket-Version` is not 13.
-    /// - [`HandshakeError::Rejected`] (the callback's status): the callback
+    /// - [`Error::Http`] (the callback's status): the callback
     ///   refused the request.
-    /// - [`HandshakeError::InvalidCallbackResponse`] (500): the callback
+    /// - [`HandshakeFailure::InvalidCallbackResponse`] (500): the callback
     ///   returned a response that breaks the handshake.
     ///
     /// The request line and each header line are checked byte by byte as
@@ -325,7 +325,7 @@ impl<C: Callback> fmt::Debug for ServerHandshake<C> {
 ///
 /// # Errors
 ///
-/// The [`HandshakeError`] whose [`status`](HandshakeError::status) to
+/// The [`HandshakeFailure`] whose [`status`](HandshakeFailure::status) to
 /// answer with (400, or 426 for a version other than 13; see
 /// [`error_response_bytes`]).
 ///
@@ -344,7 +344,7 @@ impl<C: Callback> fmt::Debug for ServerHandshake<C> {
 /// assert_eq!(response.status(), 101);
 /// assert_eq!(response.headers()["sec-websocket-accept"], "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 /// ```
-pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, HandshakeError> {
+pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, HandshakeFailure> {
     Ok(upgrade_response_with_deflate(request, None)?.0)
 }
 
@@ -388,13 +388,13 @@ pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, Handsha
 pub fn upgrade_response_with_deflate<B>(
     request: &Request<B>,
     deflate: Option<&DeflateConfig>,
-) -> Result<(Response<()>, Option<DeflateParams>), HandshakeError> {
+) -> Result<(Response<()>, Option<DeflateParams>), HandshakeFailure> {
     // RFC 6455 section 4.2.1: "An HTTP/1.1 or higher GET request".
     if request.method() != http::Method::GET {
-        return Err(HandshakeError::BadRequest("the method is not GET"));
+        return Err(HandshakeFailure::BadRequest("the method is not GET"));
     }
     if request.version() < Version::HTTP_11 {
-        return Err(HandshakeError::BadRequest("HTTP/1.1 is required"));
+        return Err(HandshakeFailure::BadRequest("HTTP/1.1 is required"));
     }
     let deflate = crate::deflate::usable(deflate.copied());
     let (response, _accept, extensions) = switching_protocols(request, deflate.as_ref())?;
@@ -417,7 +417,7 @@ fn switching_protocols<B>(
         HeaderValue,
         Option<(DeflateParams, HeaderValue)>,
     ),
-    HandshakeError,
+    HandshakeFailure,
 > {
     let key = check_request(request)?;
     let accept =
@@ -442,7 +442,7 @@ fn accept(
     head: head::Head,
     callback: impl Callback,
     deflate: Option<&DeflateConfig>,
-) -> Result<ServerHandshakeDone, HandshakeError> {
+) -> Result<ServerHandshakeDone> {
     let (request, leftover) = parse_request(head)?;
     let (response, accept, extensions) = switching_protocols(&request, deflate)?;
     let response = callback
@@ -459,43 +459,49 @@ fn accept(
     })
 }
 
-/// The error for a callback's refusal. A refusal must be a final response:
-/// a 1xx status would tell the client the request is still in progress
-/// (101 even that the upgrade succeeded), so it is a server bug (500).
-fn refusal_error(refusal: ErrorResponse) -> HandshakeError {
+/// The error for a callback's refusal: [`Error::Http`] with the refusal.
+/// A refusal must be a final response: a 1xx status would tell the client
+/// the request is still in progress (101 even that the upgrade
+/// succeeded), so it is a server bug (500).
+fn refusal_error(refusal: ErrorResponse) -> Error {
     if refusal.status().is_informational() {
-        HandshakeError::InvalidCallbackResponse(
+        HandshakeFailure::InvalidCallbackResponse(
             "a refusal needs a final status (4xx or 5xx), not 1xx",
         )
+        .into()
     } else {
-        HandshakeError::Rejected(Box::new(refusal))
+        let (parts, body) = refusal.into_parts();
+        Error::Http(Box::new(Response::from_parts(
+            parts,
+            body.map(String::into_bytes),
+        )))
     }
 }
 
 /// Parses a complete request head. Rejects methods other than GET and
 /// versions other than HTTP/1.1 on the way, since they need the parse.
-fn parse_request(head: head::Head) -> Result<(Request<()>, Bytes), HandshakeError> {
+fn parse_request(head: head::Head) -> Result<(Request<()>, Bytes), HandshakeFailure> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut parsed = httparse::Request::new(&mut headers);
     let len = match parsed.parse(&head.bytes)? {
         httparse::Status::Complete(len) => len,
         httparse::Status::Partial => {
-            return Err(HandshakeError::BadRequest("incomplete request head"));
+            return Err(HandshakeFailure::BadRequest("incomplete request head"));
         }
     };
     // RFC 6455 section 4.2.1: "An HTTP/1.1 or higher GET request".
     if parsed.method != Some("GET") {
-        return Err(HandshakeError::BadRequest("the method is not GET"));
+        return Err(HandshakeFailure::BadRequest("the method is not GET"));
     }
     if parsed.version != Some(1) {
-        return Err(HandshakeError::BadRequest("HTTP/1.1 is required"));
+        return Err(HandshakeFailure::BadRequest("HTTP/1.1 is required"));
     }
     let uri: Uri = parsed
         .path
         .and_then(|target| target.parse().ok())
-        .ok_or(HandshakeError::BadRequest("invalid request target"))?;
+        .ok_or(HandshakeFailure::BadRequest("invalid request target"))?;
     let headers = head::header_map(parsed.headers)
-        .ok_or(HandshakeError::BadRequest("invalid header field"))?;
+        .ok_or(HandshakeFailure::BadRequest("invalid header field"))?;
     let mut request = Request::new(());
     *request.uri_mut() = uri;
     *request.version_mut() = Version::HTTP_11;
@@ -505,21 +511,21 @@ fn parse_request(head: head::Head) -> Result<(Request<()>, Bytes), HandshakeErro
 
 /// The checks of RFC 6455 section 4.2.1 on a GET HTTP/1.1 request. Returns
 /// the `Sec-WebSocket-Key`.
-fn check_request<B>(request: &Request<B>) -> Result<&[u8], HandshakeError> {
+fn check_request<B>(request: &Request<B>) -> Result<&[u8], HandshakeFailure> {
     let headers = request.headers();
     // RFC 9112 section 3.2: "A server MUST respond with a 400 (Bad Request)
     // status code to any HTTP/1.1 request message that lacks a Host header
     // field and to any that contains more than one Host header field line".
     if head::single_value(headers, HOST).is_none() {
-        return Err(HandshakeError::BadRequest("Host is missing or repeated"));
+        return Err(HandshakeFailure::BadRequest("Host is missing or repeated"));
     }
     if !head::has_token(headers, UPGRADE, "websocket") {
-        return Err(HandshakeError::BadRequest(
+        return Err(HandshakeFailure::BadRequest(
             "Upgrade is missing or lacks websocket",
         ));
     }
     if !head::has_token(headers, CONNECTION, "upgrade") {
-        return Err(HandshakeError::BadRequest(
+        return Err(HandshakeFailure::BadRequest(
             "Connection is missing or lacks upgrade",
         ));
     }
@@ -529,15 +535,15 @@ fn check_request<B>(request: &Request<B>) -> Result<&[u8], HandshakeError> {
     // as 426 Upgrade Required) and a |Sec-WebSocket-Version| header field
     // indicating the version(s) the server is capable of understanding."
     if head::single_value(headers, SEC_WEBSOCKET_VERSION) != Some(b"13") {
-        return Err(HandshakeError::UnsupportedVersion);
+        return Err(HandshakeFailure::UnsupportedVersion);
     }
-    let key = head::single_value(headers, SEC_WEBSOCKET_KEY).ok_or(HandshakeError::BadRequest(
-        "Sec-WebSocket-Key is missing or repeated",
-    ))?;
+    let key = head::single_value(headers, SEC_WEBSOCKET_KEY).ok_or(
+        HandshakeFailure::BadRequest("Sec-WebSocket-Key is missing or repeated"),
+    )?;
     // Section 4.2.1: "a base64-encoded value that, when decoded, is 16 bytes
     // in length". Sixteen bytes always encode to 24 characters.
     if key.len() != 24 || STANDARD.decode(key).map_or(true, |nonce| nonce.len() != 16) {
-        return Err(HandshakeError::BadRequest(
+        return Err(HandshakeFailure::BadRequest(
             "Sec-WebSocket-Key is not 16 bytes in base64",
         ));
     }
@@ -568,10 +574,10 @@ fn check_callback_response(
     response: &Response<()>,
     accept: &HeaderValue,
     extensions: Option<(DeflateParams, HeaderValue)>,
-) -> Result<Option<DeflateParams>, HandshakeError> {
+) -> Result<Option<DeflateParams>, HandshakeFailure> {
     let headers = response.headers();
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
-        return Err(HandshakeError::InvalidCallbackResponse(
+        return Err(HandshakeFailure::InvalidCallbackResponse(
             "the status is not 101; refuse a request by returning Err",
         ));
     }
@@ -580,7 +586,7 @@ fn check_callback_response(
             .is_some_and(|value| value.eq_ignore_ascii_case(b"websocket"))
         && head::has_token(headers, CONNECTION, "upgrade");
     if !intact {
-        return Err(HandshakeError::InvalidCallbackResponse(
+        return Err(HandshakeFailure::InvalidCallbackResponse(
             "Connection, Upgrade or Sec-WebSocket-Accept was changed",
         ));
     }
@@ -590,13 +596,13 @@ fn check_callback_response(
     let mut chosen = headers.get_all(SEC_WEBSOCKET_PROTOCOL).into_iter();
     if let Some(protocol) = chosen.next() {
         if chosen.next().is_some() {
-            return Err(HandshakeError::InvalidCallbackResponse(
+            return Err(HandshakeFailure::InvalidCallbackResponse(
                 "more than one Sec-WebSocket-Protocol",
             ));
         }
         let protocol = protocol.as_bytes().trim_ascii();
         if !head::list_elements(request, SEC_WEBSOCKET_PROTOCOL).any(|offer| offer == protocol) {
-            return Err(HandshakeError::InvalidCallbackResponse(
+            return Err(HandshakeFailure::InvalidCallbackResponse(
                 "the subprotocol was not offered by the client",
             ));
         }
@@ -611,7 +617,7 @@ fn check_callback_response(
         {
             Ok(Some(params))
         }
-        (Some(_), _) => Err(HandshakeError::InvalidCallbackResponse(
+        (Some(_), _) => Err(HandshakeFailure::InvalidCallbackResponse(
             "Sec-WebSocket-Extensions was changed; lockgate negotiates extensions itself",
         )),
     }
@@ -638,7 +644,7 @@ fn serialize_response(response: &Response<()>) -> Vec<u8> {
     out
 }
 
-impl HandshakeError {
+impl HandshakeFailure {
     /// The HTTP response a server answers this failure with, for an HTTP
     /// server that writes responses itself (hyper, axum): one call from an
     /// [`upgrade_response`] or [`extended_connect_response`] error to what
@@ -646,10 +652,7 @@ impl HandshakeError {
     /// response cannot carry `Upgrade`, a version other than 13 is answered
     /// with 400 instead of 426.
     ///
-    /// - [`HandshakeError::Rejected`]: the callback's response as given,
-    ///   without its `Connection`, `Content-Length` and
-    ///   `Transfer-Encoding` (the server sets those).
-    /// - [`HandshakeError::UnsupportedVersion`]: 426 with
+    /// - [`HandshakeFailure::UnsupportedVersion`]: 426 with
     ///   `Sec-WebSocket-Version: 13` (RFC 6455 section 4.2.2) and, over
     ///   HTTP/1.1, `Upgrade: websocket` with `Connection: Upgrade` (RFC 9110
     ///   section 15.5.22 requires a 426 to carry `Upgrade`).
@@ -678,71 +681,99 @@ impl HandshakeError {
     /// assert_eq!(response.headers()["sec-websocket-version"], "13");
     /// ```
     pub fn to_response(&self, version: Version) -> Response<String> {
-        let mut response = Response::new(String::new());
         let over_http2 = version >= Version::HTTP_2;
         let status = match self {
-            HandshakeError::UnsupportedVersion if over_http2 => StatusCode::BAD_REQUEST,
+            HandshakeFailure::UnsupportedVersion if over_http2 => StatusCode::BAD_REQUEST,
             _ => self.status(),
         };
-        *response.status_mut() = status;
-        let headers = response.headers_mut();
-        let body = match self {
-            HandshakeError::Rejected(refusal) if !refusal.status().is_informational() => {
-                for (name, value) in refusal.headers() {
-                    if name != CONNECTION && name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
-                        headers.append(name, value.clone());
-                    }
-                }
-                refusal.body().as_deref().unwrap_or("").to_owned()
-            }
-            _ => {
-                headers.insert(
-                    CONTENT_TYPE,
-                    HeaderValue::from_static("text/plain; charset=utf-8"),
-                );
-                if status.is_server_error() {
-                    format!("{}\n", status.canonical_reason().unwrap_or("Server Error"))
-                } else {
-                    format!("{self}\n")
-                }
-            }
-        };
-        if matches!(self, HandshakeError::UnsupportedVersion) {
+        let mut response = text_response(status, self);
+        if matches!(self, HandshakeFailure::UnsupportedVersion) {
+            let headers = response.headers_mut();
             headers.insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
             if !over_http2 {
                 headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
                 headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
             }
         }
-        *response.body_mut() = body;
         response
     }
 }
 
+/// `status` with a `text/plain` body naming `error`, or only the reason
+/// phrase for a 5xx (a server's internal trouble is its own).
+fn text_response(status: StatusCode, error: &dyn fmt::Display) -> Response<String> {
+    let body = if status.is_server_error() {
+        format!("{}\n", status.canonical_reason().unwrap_or("Server Error"))
+    } else {
+        format!("{error}\n")
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
 /// The bytes a server writes back before closing the connection when its
-/// handshake failed with `error`: [`HandshakeError::to_response`] for
-/// HTTP/1.1, with its reason phrase, `Connection: close` (`Upgrade,
-/// close` on a 426) and a `Content-Length`.
+/// handshake failed with `error`, as HTTP/1.1 with a reason phrase,
+/// `Connection: close` (`Upgrade, close` on a 426) and a `Content-Length`:
 ///
-/// It is meant for the errors of [`ServerHandshake::receive`]; client-side
-/// errors map to a 400.
+/// - [`Error::Http`], a [`Callback`]'s refusal: that response as given,
+///   without its `Connection`, `Content-Length` and `Transfer-Encoding`
+///   (set here), and with 500 instead of a 1xx status;
+/// - [`Error::Handshake`]: [`HandshakeFailure::to_response`];
+/// - [`CapacityError::TooManyHeaders`](crate::CapacityError::TooManyHeaders):
+///   431; any other error: 400.
+///
+/// It is meant for the errors of [`ServerHandshake::receive`].
 ///
 /// # Examples
 ///
 /// ```
-/// use lockgate::HandshakeError;
+/// use lockgate::{Error, HandshakeFailure};
 /// use lockgate::handshake::error_response_bytes;
 ///
-/// let bytes = error_response_bytes(&HandshakeError::UnsupportedVersion);
-/// let text = String::from_utf8(bytes).unwrap();
+/// let error = Error::Handshake(HandshakeFailure::UnsupportedVersion);
+/// let text = String::from_utf8(error_response_bytes(&error)).unwrap();
 /// assert!(text.starts_with("HTTP/1.1 426 Upgrade Required\r\n"));
 /// assert!(text.contains("\r\nSec-WebSocket-Version: 13\r\n"));
 /// ```
-pub fn error_response_bytes(error: &HandshakeError) -> Vec<u8> {
-    let mut response = error.to_response(Version::HTTP_11);
-    let status = response.status();
-    let headers = response.headers_mut();
-    if matches!(error, HandshakeError::UnsupportedVersion) {
+pub fn error_response_bytes(error: &Error) -> Vec<u8> {
+    let (status, mut headers, body) = match error {
+        Error::Http(refusal) if !refusal.status().is_informational() => {
+            let mut headers = refusal.headers().clone();
+            for name in [CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING] {
+                headers.remove(name);
+            }
+            let body = refusal.body().clone().unwrap_or_default();
+            (refusal.status(), headers, body)
+        }
+        Error::Http(_) => {
+            let response = text_response(StatusCode::INTERNAL_SERVER_ERROR, error);
+            let (parts, body) = response.into_parts();
+            (parts.status, parts.headers, body.into_bytes())
+        }
+        Error::Handshake(failure) => {
+            let (parts, body) = failure.to_response(Version::HTTP_11).into_parts();
+            (parts.status, parts.headers, body.into_bytes())
+        }
+        other => {
+            let status = match other {
+                Error::Capacity(crate::CapacityError::TooManyHeaders) => {
+                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+                }
+                _ => StatusCode::BAD_REQUEST,
+            };
+            let (parts, body) = text_response(status, other).into_parts();
+            (parts.status, parts.headers, body.into_bytes())
+        }
+    };
+    if matches!(
+        error,
+        Error::Handshake(HandshakeFailure::UnsupportedVersion)
+    ) {
         headers.insert(CONNECTION, HeaderValue::from_static("Upgrade, close"));
     } else {
         headers.insert(CONNECTION, HeaderValue::from_static("close"));
@@ -750,17 +781,16 @@ pub fn error_response_bytes(error: &HandshakeError) -> Vec<u8> {
     // RFC 9110 section 8.6: no Content-Length (and no body) in a 1xx or 204.
     let bodyless = status.is_informational() || status == StatusCode::NO_CONTENT;
     if !bodyless {
-        let length = HeaderValue::from(response.body().len());
-        response.headers_mut().insert(CONTENT_LENGTH, length);
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
     }
-    let mut out = Vec::with_capacity(256);
+    let mut out = Vec::with_capacity(256 + body.len());
     write_status_line(&mut out, status);
-    for (name, value) in response.headers() {
+    for (name, value) in &headers {
         head::write_header(&mut out, name, value);
     }
     out.extend_from_slice(b"\r\n");
     if !bodyless {
-        out.extend_from_slice(response.body().as_bytes());
+        out.extend_from_slice(&body);
     }
     out
 }
@@ -817,7 +847,7 @@ mod tests {
         ServerHandshake::new(callback).receive(input)
     }
 
-    fn failure(result: Result<Option<ServerHandshakeDone>>) -> HandshakeError {
+    fn failure(result: Result<Option<ServerHandshakeDone>>) -> HandshakeFailure {
         match result {
             Err(Error::Handshake(error)) => error,
             other => panic!("expected a handshake error, got {other:?}"),
@@ -913,7 +943,7 @@ mod tests {
         ];
         for (request, expected) in cases {
             match failure(receive_with(NoCallback, request.as_bytes())) {
-                HandshakeError::BadRequest(message) => assert_eq!(message, expected),
+                HandshakeFailure::BadRequest(message) => assert_eq!(message, expected),
                 other => panic!("{request:?}: {other:?}"),
             }
         }
@@ -940,7 +970,7 @@ mod tests {
             let request = request_with("Sec-WebSocket-Version: 13\r\n", version);
             let error = failure(receive_with(NoCallback, request.as_bytes()));
             assert!(
-                matches!(error, HandshakeError::UnsupportedVersion),
+                matches!(error, HandshakeFailure::UnsupportedVersion),
                 "{version:?}: {error:?}"
             );
         }
@@ -963,14 +993,14 @@ mod tests {
     fn callback_response_must_stay_a_valid_handshake() {
         let unoffered = failure(receive_with(with_protocol("mqtt"), REQUEST.as_bytes()));
         assert!(
-            matches!(unoffered, HandshakeError::InvalidCallbackResponse(_)),
+            matches!(unoffered, HandshakeFailure::InvalidCallbackResponse(_)),
             "{unoffered:?}"
         );
         assert_eq!(unoffered.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let no_offer = request_with("Sec-WebSocket-Protocol: chat, superchat\r\n", "");
         let error = failure(receive_with(with_protocol("chat"), no_offer.as_bytes()));
         assert!(
-            matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+            matches!(error, HandshakeFailure::InvalidCallbackResponse(_)),
             "{error:?}"
         );
 
@@ -980,7 +1010,7 @@ mod tests {
         };
         let error = failure(receive_with(status_200, REQUEST.as_bytes()));
         assert!(
-            matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+            matches!(error, HandshakeFailure::InvalidCallbackResponse(_)),
             "{error:?}"
         );
 
@@ -990,7 +1020,7 @@ mod tests {
         };
         let error = failure(receive_with(no_accept, REQUEST.as_bytes()));
         assert!(
-            matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+            matches!(error, HandshakeFailure::InvalidCallbackResponse(_)),
             "{error:?}"
         );
 
@@ -1003,10 +1033,10 @@ mod tests {
         };
         let error = failure(receive_with(extension, REQUEST.as_bytes()));
         assert!(
-            matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+            matches!(error, HandshakeFailure::InvalidCallbackResponse(_)),
             "{error:?}"
         );
-        let bytes = String::from_utf8(error_response_bytes(&error)).unwrap();
+        let bytes = String::from_utf8(error_response_bytes(&error.into())).unwrap();
         assert!(
             bytes.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
             "{bytes}"
@@ -1027,14 +1057,14 @@ mod tests {
             };
             let error = failure(receive_with(refuse, REQUEST.as_bytes()));
             assert!(
-                matches!(error, HandshakeError::InvalidCallbackResponse(_)),
+                matches!(error, HandshakeFailure::InvalidCallbackResponse(_)),
                 "{status}: {error:?}"
             );
             assert_eq!(error.status(), StatusCode::INTERNAL_SERVER_ERROR);
-            // Even a `Rejected` built by hand is never sent with a 1xx.
-            let mut refusal = ErrorResponse::new(Some("go away".into()));
+            // Even a refusal built by hand is never sent with a 1xx.
+            let mut refusal = Response::new(Some(b"go away".to_vec()));
             *refusal.status_mut() = StatusCode::from_u16(status).unwrap();
-            let by_hand = HandshakeError::Rejected(Box::new(refusal));
+            let by_hand = Error::Http(Box::new(refusal));
             let bytes = String::from_utf8(error_response_bytes(&by_hand)).unwrap();
             assert!(
                 bytes.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
@@ -1063,9 +1093,15 @@ mod tests {
 
     #[test]
     fn error_responses() {
-        let text = |error: &HandshakeError| String::from_utf8(error_response_bytes(error)).unwrap();
+        let text = |error: HandshakeFailure| {
+            String::from_utf8(error_response_bytes(&error.into())).unwrap()
+        };
+        let refused = |refusal: ErrorResponse| {
+            let error = refusal_error(refusal);
+            String::from_utf8(error_response_bytes(&error)).unwrap()
+        };
 
-        let bad = text(&HandshakeError::BadRequest("the method is not GET"));
+        let bad = text(HandshakeFailure::BadRequest("the method is not GET"));
         let body = "bad WebSocket upgrade request: the method is not GET\n";
         assert_eq!(
             bad,
@@ -1076,14 +1112,14 @@ mod tests {
             )
         );
 
-        let large = text(&HandshakeError::HeadTooLarge);
+        let large = text(HandshakeFailure::HeadTooLarge);
         assert!(
             large.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
             "{large}"
         );
         assert!(large.contains("\r\nConnection: close\r\n"), "{large}");
 
-        let version = text(&HandshakeError::UnsupportedVersion);
+        let version = text(HandshakeFailure::UnsupportedVersion);
         assert!(
             version.starts_with("HTTP/1.1 426 Upgrade Required\r\n"),
             "{version}"
@@ -1105,7 +1141,7 @@ mod tests {
         refusal
             .headers_mut()
             .insert(CONTENT_LENGTH, HeaderValue::from_static("999"));
-        let rejected = text(&HandshakeError::Rejected(Box::new(refusal)));
+        let rejected = refused(refusal);
         assert_eq!(
             rejected,
             "HTTP/1.1 403 Forbidden\r\nx-reason: policy\r\nConnection: close\r\nContent-Length: 7\r\n\r\ngo away"
@@ -1113,7 +1149,7 @@ mod tests {
 
         let mut odd = ErrorResponse::new(None);
         *odd.status_mut() = StatusCode::from_u16(599).unwrap();
-        let odd = text(&HandshakeError::Rejected(Box::new(odd)));
+        let odd = refused(odd);
         assert_eq!(
             odd,
             "HTTP/1.1 599 \r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
@@ -1121,7 +1157,7 @@ mod tests {
 
         let mut no_content = ErrorResponse::new(Some("dropped".into()));
         *no_content.status_mut() = StatusCode::NO_CONTENT;
-        let no_content = text(&HandshakeError::Rejected(Box::new(no_content)));
+        let no_content = refused(no_content);
         assert_eq!(
             no_content,
             "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"

@@ -15,7 +15,7 @@ pub(crate) const MAX_REASON_LEN: usize = 123;
 pub(crate) fn parse_close(payload: Bytes) -> Result<Option<CloseFrame>, ProtocolError> {
     match payload.len() {
         0 => Ok(None),
-        1 => Err(ProtocolError::InvalidClosePayload),
+        1 => Err(ProtocolError::InvalidCloseSequence),
         _ => {
             let raw = u16::from_be_bytes([payload[0], payload[1]]);
             let code = CloseCode::from(raw);
@@ -57,7 +57,7 @@ mod tests {
         assert_eq!(parse_close(Bytes::new()), Ok(None));
         assert_eq!(
             parse_close(Bytes::from_static(&[3])),
-            Err(ProtocolError::InvalidClosePayload)
+            Err(ProtocolError::InvalidCloseSequence)
         );
         assert_eq!(
             parse_close(Bytes::from_static(&[3, 0xE7])),

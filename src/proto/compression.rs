@@ -137,9 +137,11 @@ impl Compression {
         self.inflater
             .inflate(payload, fin, out, max)
             .map_err(|e| match e {
-                InflateError::TooLarge { size, max } => {
-                    CapacityError::MessageTooLarge { size, max }.into()
+                InflateError::TooLarge { size, max } => CapacityError::MessageTooLong {
+                    size: usize::try_from(size).unwrap_or(usize::MAX),
+                    max_size: max,
                 }
+                .into(),
                 InflateError::Invalid => ProtocolError::InvalidCompressedData { text }.into(),
             })
     }

@@ -232,13 +232,13 @@ impl FrameCheck for HeaderAndText<'_> {
                 return Err(ProtocolError::FragmentedControlFrame.into());
             }
             if header.payload_len > MAX_CONTROL_PAYLOAD as u64 {
-                return Err(ProtocolError::ControlFrameTooLong(header.payload_len).into());
+                return Err(ProtocolError::ControlFrameTooBig.into());
             }
             return Ok(());
         }
         let so_far = match (header.opcode, &mut *self.fragments) {
             (OpCode::Continuation, None) => {
-                return Err(ProtocolError::UnexpectedContinuation.into());
+                return Err(ProtocolError::UnexpectedContinueFrame.into());
             }
             (OpCode::Continuation, Some(f)) => {
                 // Bytes are bounded by max_message_size; frames cost work
@@ -251,15 +251,14 @@ impl FrameCheck for HeaderAndText<'_> {
                 f.count_frame();
                 f.len() as u64
             }
-            (opcode, Some(_)) => return Err(ProtocolError::ExpectedContinuation(opcode).into()),
+            (opcode, Some(_)) => return Err(ProtocolError::expected_fragment(opcode).into()),
             (_, None) => 0,
         };
         if header.payload_len > usize::MAX as u64 {
             // Only reachable on 32-bit targets without limits.
-            let max = usize::MAX;
             return Err(CapacityError::FrameTooLarge {
                 size: header.payload_len,
-                max,
+                max_size: usize::MAX,
             }
             .into());
         }
@@ -267,7 +266,7 @@ impl FrameCheck for HeaderAndText<'_> {
             if header.payload_len > max as u64 {
                 return Err(CapacityError::FrameTooLarge {
                     size: header.payload_len,
-                    max,
+                    max_size: max,
                 }
                 .into());
             }
@@ -282,7 +281,11 @@ impl FrameCheck for HeaderAndText<'_> {
         if let (Some(max), false) = (self.config.get_max_message_size(), compressed) {
             let size = so_far.saturating_add(header.payload_len);
             if size > max as u64 {
-                return Err(CapacityError::MessageTooLarge { size, max }.into());
+                return Err(CapacityError::MessageTooLong {
+                    size: usize::try_from(size).unwrap_or(usize::MAX),
+                    max_size: max,
+                }
+                .into());
             }
         }
         match header.opcode {

@@ -1,16 +1,18 @@
 //! The send direction of [`WebSocketContext`]: messages in, bytes out.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::config::Role;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
-use crate::frame::{FrameHeader, OpCode, encoded_header_len, mask_key};
+use crate::frame::{FrameHeader, MAX_HEADER_LEN, OpCode, apply_mask, encoded_header_len, mask_key};
 use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
-use crate::proto::close_payload::encode_close;
+use crate::proto::close_payload::{encode_close, parse_close};
 use crate::proto::compression;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
 use crate::proto::state::State;
+use crate::protocol::frame::Frame;
+use crate::protocol::frame::coding::{Control, OpCode as RawOpCode};
 use crate::utf8_bytes::Utf8Bytes;
 
 impl WebSocketContext {
@@ -22,9 +24,9 @@ impl WebSocketContext {
     ///
     /// - [`Error::WriteBufferFull`] with `msg` as given if it would take the
     ///   out buffer past `max_write_buffer_size` (flush and retry).
-    /// - [`CapacityError::MessageTooLarge`] if it is larger than
+    /// - [`CapacityError::MessageTooLong`] if it is larger than
     ///   `max_write_buffer_size` on its own.
-    /// - [`ProtocolError::ControlFrameTooLong`] for a ping or pong over 125
+    /// - [`ProtocolError::ControlFrameTooBig`] for a ping or pong over 125
     ///   bytes.
     /// - [`ProtocolError::SendAfterClosing`] after a close frame was sent or
     ///   received; [`Error::AlreadyClosed`] once the connection is over.
@@ -53,6 +55,7 @@ impl WebSocketContext {
             Message::Ping(data) => (OpCode::Ping, data),
             Message::Pong(data) => (OpCode::Pong, data),
             Message::Close(frame) => return self.close(frame),
+            Message::Frame(frame) => return self.write_raw(frame),
         };
         // Nearly every write: an open connection, a data message that is
         // not compressed, room in the buffer. Anything else (control
@@ -82,7 +85,9 @@ impl WebSocketContext {
             len
         };
         if !self.has_room_for(body)? {
-            return Err(Error::WriteBufferFull(rebuild_message(opcode, payload)));
+            return Err(Error::WriteBufferFull(Box::new(rebuild_message(
+                opcode, payload,
+            ))));
         }
         if compress {
             let compression = self.compression_mut().expect("checked above");
@@ -105,8 +110,15 @@ impl WebSocketContext {
     /// prepared message back in [`Error::WriteBufferFullPrepared`].
     pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         let opcode = msg.opcode();
-        if let Message::Close(frame) = msg.message() {
-            return self.close(frame.clone());
+        match msg.message() {
+            Message::Close(frame) => return self.close(frame.clone()),
+            Message::Frame(frame) => {
+                return self.write_raw(frame.clone()).map_err(|error| match error {
+                    Error::WriteBufferFull(_) => Error::WriteBufferFullPrepared(msg.clone()),
+                    other => other,
+                });
+            }
+            _ => {}
         }
         let len = msg.len();
         self.check_sendable(opcode, len)?;
@@ -148,6 +160,46 @@ impl WebSocketContext {
         Ok(())
     }
 
+    /// Queues a raw frame ([`Message::Frame`]) as it is, but masked with a
+    /// fresh key by a client and unmasked by a server. A raw close frame
+    /// is [`close`](Self::close) with its payload.
+    fn write_raw(&mut self, frame: Frame) -> Result<()> {
+        let (mut header, payload) = frame.into_parts();
+        let control = match header.opcode {
+            RawOpCode::Control(Control::Close) => {
+                return self.close(parse_close(payload)?);
+            }
+            RawOpCode::Control(_) => true,
+            RawOpCode::Data(_) => false,
+        };
+        self.check_sendable(
+            if control {
+                OpCode::Ping
+            } else {
+                OpCode::Binary
+            },
+            payload.len(),
+        )?;
+        if control && !header.is_final {
+            return Err(ProtocolError::FragmentedControlFrame.into());
+        }
+        if !self.has_room_for(payload.len())? {
+            let frame = Frame::from_payload(header, payload);
+            return Err(Error::WriteBufferFull(Box::new(Message::Frame(frame))));
+        }
+        header.mask = (self.role == Role::Client).then(mask_key);
+        let mut head = [0u8; MAX_HEADER_LEN];
+        let head_len = header.encode(payload.len() as u64, &mut head);
+        let mut encoded = BytesMut::with_capacity(head_len + payload.len());
+        encoded.extend_from_slice(&head[..head_len]);
+        encoded.extend_from_slice(&payload);
+        if let Some(mask) = header.mask {
+            apply_mask(&mut encoded[head_len..], mask);
+        }
+        self.codec.output.push_encoded(&encoded.freeze());
+        Ok(())
+    }
+
     /// Whether a data or control message of `len` bytes may be sent now.
     #[inline]
     fn check_sendable(&self, opcode: OpCode, len: usize) -> Result<()> {
@@ -157,7 +209,7 @@ impl WebSocketContext {
             _ => return Err(ProtocolError::SendAfterClosing.into()),
         }
         if opcode.is_control() && len > MAX_CONTROL_PAYLOAD {
-            return Err(ProtocolError::ControlFrameTooLong(len as u64).into());
+            return Err(ProtocolError::ControlFrameTooBig.into());
         }
         Ok(())
     }
@@ -175,9 +227,9 @@ impl WebSocketContext {
         let encoded = encoded_header_len(body as u64, self.role == Role::Client) + body;
         let max = self.config.get_max_write_buffer_size();
         if encoded > max {
-            return Err(CapacityError::MessageTooLarge {
-                size: encoded as u64,
-                max,
+            return Err(CapacityError::MessageTooLong {
+                size: encoded,
+                max_size: max,
             }
             .into());
         }

@@ -114,7 +114,7 @@ async fn echo_until_closed<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut WebSocket
                 }
             }
             // Pongs and the close reply are queued and flushed by the library.
-            Ok(Message::Ping(_) | Message::Pong(_) | Message::Close(_)) => {}
+            Ok(Message::Ping(_) | Message::Pong(_) | Message::Close(_) | Message::Frame(_)) => {}
             Err(Error::ConnectionClosed | Error::AlreadyClosed) => return,
             // A protocol violation or a size limit: `read` has already sent
             // the close frame with the matching code. Give up on the case.

@@ -42,7 +42,7 @@ use ::axum::extract::FromRequestParts;
 use ::axum::response::{IntoResponse, Response};
 use lockgate::http::request::Parts;
 use lockgate::http::{Request, Version};
-use lockgate::{Config, HandshakeError};
+use lockgate::{Config, HandshakeFailure};
 
 use crate::upgrade::{Accept, Refusal, UpgradeSettings, accept_response, accepted, check_request};
 
@@ -215,7 +215,7 @@ pub struct WebSocketUpgradeRejection(Refusal);
 
 impl WebSocketUpgradeRejection {
     /// The handshake error, if the request itself was at fault.
-    pub fn handshake_error(&self) -> Option<&HandshakeError> {
+    pub fn handshake_error(&self) -> Option<&HandshakeFailure> {
         self.0.handshake_error()
     }
 }

@@ -45,7 +45,7 @@ where
 ///
 /// # Errors
 ///
-/// As for [`accept_async`]; a refusal is [`HandshakeError::Rejected`](crate::HandshakeError::Rejected),
+/// As for [`accept_async`]; a refusal is [`Error::Http`](crate::Error::Http),
 /// after the callback's response was written.
 pub async fn accept_hdr_async<S, C>(stream: S, callback: C) -> Result<WebSocketStream<S>>
 where
@@ -137,7 +137,7 @@ where
 ///
 /// # Errors
 ///
-/// [`HandshakeError::BadUrl`](crate::HandshakeError::BadUrl) for an unusable URL (or `wss://` without
+/// [`Error::Url`](crate::Error::Url) for an unusable URL (or `wss://` without
 /// TLS support), [`Error::Io`] for resolution, connection and TLS
 /// failures, [`Error::Timeout`] when the deadline passes, and the errors of
 /// [`client_async`].

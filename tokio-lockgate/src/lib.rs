@@ -84,7 +84,7 @@ pub use connect::{
 /// `tokio_lockgate::lockgate::Message` is `lockgate::Message`.
 pub use lockgate;
 pub use lockgate::{
-    Bytes, ClientOptions, CloseCode, CloseFrame, Config, Error, HandshakeError, Message,
+    Bytes, ClientOptions, CloseCode, CloseFrame, Config, Error, HandshakeFailure, Message,
     PreparedMessage, ProtocolError, Result, Role, ServerOptions, TimeoutKind, Utf8Bytes,
     WebSocketContext, deflate, handshake, http,
 };

@@ -21,7 +21,8 @@ use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use lockgate::{Error, HandshakeError, Result};
+use lockgate::error::UrlError;
+use lockgate::{Error, Result};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 #[cfg(feature = "rustls")]
@@ -188,7 +189,7 @@ pub enum Connector {
 ///
 /// # Errors
 ///
-/// - [`HandshakeError::BadUrl`] for `wss://` that this build or the
+/// - [`Error::Url`] for `wss://` that this build or the
 ///   connector cannot serve: the `rustls` feature is off, the connector is
 ///   [`Connector::Plain`], or no connector was given and no root
 ///   certificate feature is on; also for a host that is not a valid TLS
@@ -228,7 +229,7 @@ where
 }
 
 fn bad_url(message: impl Into<String>) -> Error {
-    HandshakeError::BadUrl(message.into()).into()
+    UrlError::Invalid(message.into()).into()
 }
 
 /// Runs the TLS handshake over `stream`.
@@ -347,9 +348,9 @@ mod tests {
 
     fn bad_url_message(result: Result<MaybeTlsStream<tokio::io::DuplexStream>>) -> String {
         match result {
-            Err(Error::Handshake(HandshakeError::BadUrl(message))) => message,
-            Err(other) => panic!("expected BadUrl, got {other:?}"),
-            Ok(stream) => panic!("expected BadUrl, got {stream:?}"),
+            Err(Error::Url(UrlError::Invalid(message))) => message,
+            Err(other) => panic!("expected Error::Url, got {other:?}"),
+            Ok(stream) => panic!("expected Error::Url, got {stream:?}"),
         }
     }
 
@@ -455,7 +456,7 @@ mod tests {
         ));
         for bad in ["", "exa mple.com", "[example.com]"] {
             match server_name(bad) {
-                Err(Error::Handshake(HandshakeError::BadUrl(message))) => {
+                Err(Error::Url(UrlError::Invalid(message))) => {
                     assert!(message.contains("TLS server name"), "{message}");
                 }
                 other => panic!("{bad:?}: {other:?}"),

@@ -51,7 +51,7 @@ use lockgate::handshake::{
 };
 use lockgate::http::header::{HeaderValue, SEC_WEBSOCKET_PROTOCOL};
 use lockgate::http::{Request, Response, StatusCode, Version};
-use lockgate::{Config, Error, HandshakeError, Result, Role, WebSocketContext};
+use lockgate::{Config, Error, HandshakeFailure, Result, Role, WebSocketContext};
 
 use crate::stream::WebSocketStream;
 
@@ -155,14 +155,14 @@ pub struct Refusal {
 
 #[derive(Debug)]
 enum RefusalKind {
-    Handshake(HandshakeError),
+    Handshake(HandshakeFailure),
     /// hyper did not attach an `OnUpgrade`: a server set up without
     /// upgrades, or a request that was already upgraded.
     NotUpgradable,
 }
 
 impl Refusal {
-    pub(crate) fn new(error: HandshakeError, version: Version) -> Self {
+    pub(crate) fn new(error: HandshakeFailure, version: Version) -> Self {
         Self {
             error: RefusalKind::Handshake(error),
             version,
@@ -175,7 +175,7 @@ impl Refusal {
     }
 
     /// The handshake error, if the request itself was at fault.
-    pub fn handshake_error(&self) -> Option<&HandshakeError> {
+    pub fn handshake_error(&self) -> Option<&HandshakeFailure> {
         match &self.error {
             RefusalKind::Handshake(error) => Some(error),
             RefusalKind::NotUpgradable => None,
@@ -184,7 +184,7 @@ impl Refusal {
 
     /// The answer: 400, 426 with `Sec-WebSocket-Version: 13` (400 with it
     /// over HTTP/2), or 500 if the server cannot upgrade connections. See
-    /// [`HandshakeError::to_response`].
+    /// [`HandshakeFailure::to_response`].
     pub fn to_response(&self) -> Response<String> {
         match &self.error {
             RefusalKind::Handshake(error) => error.to_response(self.version),
@@ -241,7 +241,7 @@ pub fn accept_response<B>(
     if let Some(protocol) = chosen {
         let value = HeaderValue::from_str(protocol).map_err(|_| {
             Refusal::new(
-                HandshakeError::InvalidCallbackResponse(
+                HandshakeFailure::InvalidCallbackResponse(
                     "a subprotocol is not a valid header value",
                 ),
                 version,
@@ -322,8 +322,8 @@ pub async fn accepted(accept: Accept) -> Result<UpgradedWebSocket> {
 ///
 /// # Errors
 ///
-/// [`HandshakeError::UnexpectedResponse`] for a status other than 2xx,
-/// [`HandshakeError::BadResponse`] for an answer that breaks the
+/// [`Error::Http`] for a status other than 2xx,
+/// [`HandshakeFailure::BadResponse`] for an answer that breaks the
 /// handshake, and [`Error::Io`] for a failure of the HTTP/2 connection
 /// (including a server without extended CONNECT).
 ///

@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio::time::timeout;
 use tokio_lockgate::handshake::upgrade_response;
 use tokio_lockgate::{
-    CloseCode, CloseFrame, Config, Error, HandshakeError, Message, Role, WebSocketStream,
+    CloseCode, CloseFrame, Config, Error, HandshakeFailure, Message, Role, WebSocketStream,
 };
 
 /// The most any test may take.
@@ -114,7 +114,7 @@ where
     }
 }
 
-fn refusal(err: &HandshakeError) -> Response<Full<Bytes>> {
+fn refusal(err: &HandshakeFailure) -> Response<Full<Bytes>> {
     let status = err.status();
     let mut response = text(status, &format!("{err}\n"));
     if status == StatusCode::UPGRADE_REQUIRED {

@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::time::timeout;
 use tokio_lockgate::handshake::Proxy;
 use tokio_lockgate::{
-    ClientOptions, Config, Error, HandshakeError, Message, TimeoutKind, connect_async_with,
+    ClientOptions, Config, Error, HandshakeFailure, Message, TimeoutKind, connect_async_with,
 };
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -88,7 +88,7 @@ async fn a_refusal_names_proxy_target_and_status() {
         .await
         .unwrap()
         .unwrap_err();
-    let Error::Handshake(HandshakeError::ProxyRefused(refusal)) = &error else {
+    let Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) = &error else {
         panic!("{error:?}")
     };
     assert_eq!(refusal.status, 403);

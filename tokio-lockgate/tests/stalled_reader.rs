@@ -94,7 +94,7 @@ async fn write_buffer_full_instead_of_waiting_when_writes_never_write_out() {
                 }
                 assert!(written < MAX_MESSAGES, "the socket never filled");
             };
-            assert_eq!(refused, msg, "refused, and handed back as given");
+            assert_eq!(*refused, msg, "refused, and handed back as given");
             let held = server.buffered_output();
             assert!(held <= max && held > max - 2 * KIB, "{held}");
             // Flushing to a reader that never reads waits once the socket

@@ -15,8 +15,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tokio_lockgate::handshake::Proxy;
+use tokio_lockgate::lockgate::error::UrlError;
 use tokio_lockgate::{
-    Bytes, ClientOptions, CloseCode, CloseFrame, Config, Connector, Error, HandshakeError,
+    Bytes, ClientOptions, CloseCode, CloseFrame, Config, Connector, Error, HandshakeFailure,
     MaybeTlsStream, Message, WebSocketStream,
 };
 use tokio_rustls::TlsAcceptor;
@@ -312,7 +313,7 @@ async fn wss_without_a_connector_uses_the_default_roots_or_says_what_is_missing(
             assert!(server.await.unwrap().is_err());
         } else {
             match &error {
-                Error::Handshake(HandshakeError::BadUrl(message)) => {
+                Error::Url(UrlError::Invalid(message)) => {
                     assert!(message.contains("Connector::Rustls"), "{message}");
                 }
                 other => panic!("expected BadUrl, got {other:?}"),

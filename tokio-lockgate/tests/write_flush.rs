@@ -85,7 +85,7 @@ async fn write_buffer_full_hands_back_the_message() {
     ws.write(Message::binary(vec![0u8; 900])).await.unwrap();
     let msg = Message::text("y".repeat(200));
     match ws.write(msg.clone()).await {
-        Err(Error::WriteBufferFull(back)) => assert_eq!(back, msg),
+        Err(Error::WriteBufferFull(back)) => assert_eq!(*back, msg),
         other => panic!("{other:?}"),
     }
     ws.flush().await.unwrap();
