@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use lockgate::handshake::{ClientHandshake, NoCallback, ServerHandshake, derive_accept_key};
+use lockgate::handshake::{ClientUpgrade, NoCallback, ServerUpgrade, derive_accept_key};
 
 const URL: &str = "ws://example.com/chat";
 
@@ -51,8 +51,8 @@ fn browser_request_with_cookies() -> Vec<u8> {
 }
 
 /// A client handshake in progress and the server's valid answer to it.
-fn client_and_response() -> (ClientHandshake, Vec<u8>) {
-    let client = ClientHandshake::new(URL).expect("a valid URL");
+fn client_and_response() -> (ClientUpgrade, Vec<u8>) {
+    let client = ClientUpgrade::new(URL).expect("a valid URL");
     let key = client
         .request()
         .headers()
@@ -85,14 +85,14 @@ fn handshake(c: &mut Criterion) {
     let mut group = c.benchmark_group("handshake");
     group.bench_function("client request build", |b| {
         b.iter(|| {
-            let client = ClientHandshake::new(black_box(URL)).expect("a valid URL");
+            let client = ClientUpgrade::new(black_box(URL)).expect("a valid URL");
             assert!(!black_box(&client).request_bytes().is_empty());
             client
         });
     });
     group.bench_function("server parse+accept browser request", |b| {
         b.iter(|| {
-            let done = ServerHandshake::new(NoCallback)
+            let done = ServerUpgrade::new(NoCallback)
                 .receive(black_box(&request))
                 .expect("a valid request")
                 .expect("a complete request");
@@ -121,7 +121,7 @@ fn handshake(c: &mut Criterion) {
         group.throughput(Throughput::Bytes(input.len() as u64));
         group.bench_function(BenchmarkId::from_parameter(label), |b| {
             b.iter(|| {
-                let mut server = ServerHandshake::new(NoCallback);
+                let mut server = ServerUpgrade::new(NoCallback);
                 let (last, head) = input.split_last().expect("not empty");
                 for byte in head {
                     let pending = server.receive(std::slice::from_ref(black_box(byte)));

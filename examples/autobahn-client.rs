@@ -14,6 +14,8 @@
 //! ```
 
 use std::net::TcpStream;
+
+use lockgate::stream::MaybeTlsStream;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -101,7 +103,7 @@ fn run_case(base: &str, case: u32) -> lockgate::Result<()> {
     Ok(())
 }
 
-fn echo_until_closed(ws: &mut WebSocket<TcpStream>) {
+fn echo_until_closed(ws: &mut WebSocket<MaybeTlsStream<TcpStream>>) {
     loop {
         match ws.read() {
             Ok(msg @ (Message::Text(_) | Message::Binary(_))) => {

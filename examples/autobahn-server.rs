@@ -13,6 +13,7 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use lockgate::{Error, Message};
 
@@ -23,12 +24,14 @@ fn main() -> std::io::Result<()> {
     let listener = TcpListener::bind(&addr)?;
     println!("autobahn-server listening on {}", listener.local_addr()?);
 
+    let mut backoff = AcceptBackoff::default();
     for stream in listener.incoming() {
         match stream {
             Ok(stream) => {
+                backoff.succeeded();
                 thread::spawn(move || handle(stream));
             }
-            Err(err) => eprintln!("accept failed: {err}"),
+            Err(err) => thread::sleep(backoff.failed(&err)),
         }
     }
     Ok(())
@@ -76,4 +79,45 @@ fn config() -> lockgate::Config {
     lockgate::Config::default().deflate(Some(
         lockgate::deflate::DeflateConfig::default().min_compress_size(0),
     ))
+}
+
+/// The wait after a failed `accept`. Out of file descriptors (EMFILE), every
+/// `accept` fails until a connection closes: retrying at once would spin a
+/// core and flood the log. The wait doubles from 5 ms to 1 s and an accepted
+/// connection resets it; failures are reported at most once a second, with
+/// a count.
+#[derive(Default)]
+struct AcceptBackoff {
+    delay: Duration,
+    unreported: u64,
+    last_report: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+    const REPORT_EVERY: Duration = Duration::from_secs(1);
+
+    /// Counts a failure, reports it unless the last report is recent, and
+    /// returns how long to wait before the next `accept`.
+    fn failed(&mut self, err: &std::io::Error) -> Duration {
+        self.unreported += 1;
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        if self
+            .last_report
+            .is_none_or(|at| at.elapsed() >= Self::REPORT_EVERY)
+        {
+            eprintln!(
+                "accept failed: {err} ({} failure(s) since the last report; next try in {:?})",
+                self.unreported, self.delay
+            );
+            self.unreported = 0;
+            self.last_report = Some(Instant::now());
+        }
+        self.delay
+    }
+
+    fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
+    }
 }

@@ -5,18 +5,37 @@
 //! `send(2)` when it fits), and `send` is `write` + `flush`.
 //!
 //! ```text
-//! cargo run --example echo-server &
-//! cargo run --example client                   # ws://127.0.0.1:9001
+//! cargo run --example echo-server                 # in one terminal
+//! cargo run --example client                      # ws://127.0.0.1:9001
 //! cargo run --example client -- ws://example.com:8080/echo
 //! ```
+//!
+//! It exits with an error unless every echo matches what was sent.
+
+use std::process::ExitCode;
 
 use lockgate::{CloseCode, CloseFrame, Error, Message};
 
-fn main() -> lockgate::Result<()> {
+fn main() -> ExitCode {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "ws://127.0.0.1:9001".to_owned());
-    let (mut ws, response) = lockgate::connect(&url)?;
+    match run(&url) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(err) => {
+            eprintln!("client: {url}: {err}");
+            if matches!(&err, Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused) {
+                eprintln!("client: no server there? `cargo run --example echo-server` starts one");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Returns whether every echo matched what was sent.
+fn run(url: &str) -> lockgate::Result<bool> {
+    let (mut ws, response) = lockgate::connect(url)?;
     println!("connected to {url} ({})", response.status());
 
     // Queue three messages; nothing is sent yet.
@@ -36,11 +55,13 @@ fn main() -> lockgate::Result<()> {
     let last = Message::text("one more, sent on its own");
     ws.send(last.clone())?;
 
+    let mut all_matched = true;
     for expected in batch.iter().chain([&last]) {
         let echo = read_data(&mut ws)?;
         println!("echo: {}", describe(&echo));
         if &echo != expected {
             eprintln!("unexpected echo; wanted {}", describe(expected));
+            all_matched = false;
         }
     }
 
@@ -57,11 +78,13 @@ fn main() -> lockgate::Result<()> {
         }
     }
     println!("closed cleanly");
-    Ok(())
+    Ok(all_matched)
 }
 
 /// The next data message; pings are answered by the library.
-fn read_data(ws: &mut lockgate::WebSocket<std::net::TcpStream>) -> lockgate::Result<Message> {
+fn read_data(
+    ws: &mut lockgate::WebSocket<lockgate::stream::MaybeTlsStream<std::net::TcpStream>>,
+) -> lockgate::Result<Message> {
     loop {
         let msg = ws.read()?;
         if msg.is_data() {

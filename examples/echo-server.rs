@@ -9,6 +9,7 @@
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use lockgate::{Error, Message};
 
@@ -19,11 +20,17 @@ fn main() -> std::io::Result<()> {
     let listener = TcpListener::bind(&addr)?;
     println!("echo-server listening on ws://{}", listener.local_addr()?);
 
+    let mut backoff = AcceptBackoff::default();
     for stream in listener.incoming() {
         let stream = match stream {
-            Ok(stream) => stream,
+            Ok(stream) => {
+                backoff.succeeded();
+                stream
+            }
             Err(err) => {
-                eprintln!("accept failed: {err}");
+                // Out of file descriptors, for one: wait for connections to
+                // close instead of spinning on the error.
+                thread::sleep(backoff.failed(&err));
                 continue;
             }
         };
@@ -69,5 +76,46 @@ fn serve(stream: TcpStream) -> lockgate::Result<u64> {
             // frame; the connection is over either way.
             Err(err) => return Err(err),
         }
+    }
+}
+
+/// The wait after a failed `accept`. Out of file descriptors (EMFILE), every
+/// `accept` fails until a connection closes: retrying at once would spin a
+/// core and flood the log. The wait doubles from 5 ms to 1 s and an accepted
+/// connection resets it; failures are reported at most once a second, with
+/// a count.
+#[derive(Default)]
+struct AcceptBackoff {
+    delay: Duration,
+    unreported: u64,
+    last_report: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+    const REPORT_EVERY: Duration = Duration::from_secs(1);
+
+    /// Counts a failure, reports it unless the last report is recent, and
+    /// returns how long to wait before the next `accept`.
+    fn failed(&mut self, err: &std::io::Error) -> Duration {
+        self.unreported += 1;
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        if self
+            .last_report
+            .is_none_or(|at| at.elapsed() >= Self::REPORT_EVERY)
+        {
+            eprintln!(
+                "accept failed: {err} ({} failure(s) since the last report; next try in {:?})",
+                self.unreported, self.delay
+            );
+            self.unreported = 0;
+            self.last_report = Some(Instant::now());
+        }
+        self.delay
+    }
+
+    fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
     }
 }

@@ -241,8 +241,11 @@ impl Config {
     /// connection waits forever. Each ping costs a few bytes on an idle
     /// connection; shorter intervals find dead peers sooner and keep NAT
     /// mappings alive, at the price of more wake-ups per idle connection.
-    /// The ping is housekeeping: it is flushed on its own, like a pong. Its
-    /// pong is returned by `read` like any other.
+    /// The ping is housekeeping: it is flushed on its own, like a pong, and
+    /// its pong is consumed by the connection (it shows the peer is alive),
+    /// never returned by `read`. The ping carries `lockgate keepalive nnn`
+    /// (its number on this connection) so that pong is told apart exactly:
+    /// the pongs to your own pings, and unsolicited pongs, are returned.
     pub fn ping_interval(mut self, interval: Option<Duration>) -> Self {
         self.ping_interval = Millis::from(interval);
         self

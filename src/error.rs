@@ -23,35 +23,39 @@ use crate::protocol::frame::coding::Data;
 ///
 /// # Examples
 ///
-/// Telling a normal end from a failure, and a refused upgrade from the
-/// rest:
+/// A server that refuses the upgrade, and a client telling that refusal
+/// from other failures:
 ///
-/// ```no_run
-/// use lockgate::{Error, Message};
+/// ```
+/// use std::net::TcpListener;
+/// use lockgate::handshake::server::{ErrorResponse, Request, Response};
+/// use lockgate::{Error, http::StatusCode};
 ///
-/// match lockgate::connect("ws://127.0.0.1:9001/feed") {
-///     Ok((mut ws, _response)) => loop {
-///         match ws.read() {
-///             Ok(Message::Text(text)) => println!("{text}"),
-///             Ok(_) => {}
-///             // The closing handshake completed: not a failure.
-///             Err(Error::ConnectionClosed) => break,
-///             Err(Error::Protocol(e)) => {
-///                 // The peer broke RFC 6455; the close frame went out with
-///                 // this code.
-///                 eprintln!("protocol error: {e} ({:?})", e.close_code());
-///                 break;
-///             }
-///             Err(e) => {
-///                 eprintln!("connection failed: {e}");
-///                 break;
-///             }
-///         }
-///     },
+/// let listener = TcpListener::bind("127.0.0.1:0")?;
+/// let url = format!("ws://{}/admin", listener.local_addr()?);
+/// std::thread::spawn(move || {
+///     let refuse = |_: &Request, _: Response| -> Result<Response, ErrorResponse> {
+///         let mut refusal = ErrorResponse::new(Some("members only".into()));
+///         *refusal.status_mut() = StatusCode::FORBIDDEN;
+///         Err(refusal)
+///     };
+///     let _ = lockgate::accept_hdr(listener.accept().unwrap().0, refuse);
+/// });
+///
+/// match lockgate::connect(url.as_str()) {
+///     Ok(_) => unreachable!("the server refuses"),
 ///     // The server answered the upgrade with something other than 101.
-///     Err(Error::Http(response)) => eprintln!("refused with {}", response.status()),
+///     Err(Error::Http(response)) => {
+///         assert_eq!(response.status(), StatusCode::FORBIDDEN);
+///         assert_eq!(response.body().as_deref(), Some(&b"members only"[..]));
+///     }
+///     // The peer broke RFC 6455; a close frame with this code went out.
+///     Err(Error::Protocol(e)) => eprintln!("protocol error: {e} ({:?})", e.close_code()),
+///     // A deadline passed: the handshake, keepalive or the closing handshake.
+///     Err(Error::Timeout(kind)) => eprintln!("timed out: {kind:?}"),
 ///     Err(e) => eprintln!("could not connect: {e}"),
 /// }
+/// # Ok::<(), lockgate::Error>(())
 /// ```
 #[derive(thiserror::Error)]
 #[non_exhaustive]
@@ -568,11 +572,11 @@ pub enum TlsError {
     /// An error of native-tls (feature `native-tls`).
     #[cfg(feature = "native-tls")]
     #[error("native-tls error: {0}")]
-    Native(Box<native_tls::Error>),
+    Native(#[source] Box<native_tls::Error>),
     /// An error of rustls (features `rustls-tls-*`).
     #[cfg(feature = "rustls")]
     #[error("rustls error: {0}")]
-    Rustls(Box<rustls::Error>),
+    Rustls(#[source] Box<rustls::Error>),
     /// The URL's host is not a valid TLS server name.
     #[error("invalid DNS name")]
     InvalidDnsName,
@@ -789,7 +793,7 @@ mod tests {
         // The body reads as bytes, not as a list of numbers.
         assert!(format!("{error:?}").contains(r#"b"<html>"#), "{error:?}");
 
-        let url = crate::handshake::ClientHandshake::new("ftp://example.com/").unwrap_err();
+        let url = crate::handshake::ClientUpgrade::new("ftp://example.com/").unwrap_err();
         assert_eq!(
             url.to_string(),
             "invalid WebSocket URL: URL scheme not supported (use ws:// or wss://)"

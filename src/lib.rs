@@ -1,5 +1,5 @@
-//! lockgate: WebSocket (RFC 6455) with a sans-IO core and explicit control
-//! of when bytes hit the wire.
+//! lockgate: WebSocket (RFC 6455, with permessage-deflate, RFC 7692) with a
+//! sans-IO core and explicit control of when bytes hit the wire.
 //!
 //! `write` queues, `flush` sends, `send` does both. The library flushes on
 //! its own only for protocol housekeeping the caller never asked for: the
@@ -25,31 +25,116 @@
 //! # Ok::<(), lockgate::Error>(())
 //! ```
 //!
+//! # The write/flush contract
+//!
+//! - [`read`](WebSocket::read) returns the next message: `Text`, `Binary`,
+//!   and the control messages you may want to see (`Ping`, `Pong`, the
+//!   peer's `Close`). Reading a ping queues its pong; reading a close
+//!   queues the reply. The pong answering lockgate's own keepalive ping is
+//!   consumed, never returned.
+//! - [`write`](WebSocket::write) encodes a message into the out buffer and
+//!   never flushes. It writes (without flushing) only once the buffer
+//!   holds `write_buffer_size` bytes. A message that would take the buffer
+//!   past `max_write_buffer_size` is refused with
+//!   [`Error::WriteBufferFull`], handed back as given; the connection
+//!   stays usable.
+//! - [`flush`](WebSocket::flush) writes the whole buffer and flushes the
+//!   stream; [`send`](WebSocket::send) is `write` then `flush`.
+//! - The pong to a ping and the reply to a close are written **and
+//!   flushed** by the next `read`, `write` or `flush`, behind what was
+//!   already queued. Nothing else is flushed for you: no timers, no flush
+//!   before a read, none after each frame.
+//! - On a non-blocking stream every call may fail with
+//!   [`io::ErrorKind::WouldBlock`](std::io::ErrorKind::WouldBlock) and can
+//!   be repeated: no byte is lost or sent twice.
+//! - After the closing handshake, `read` returns [`Error::ConnectionClosed`]
+//!   once, then [`Error::AlreadyClosed`].
+//!
 //! # Opening connections
 //!
-//! [`accept`], [`accept_hdr`], [`client`] and [`connect`] run the opening
-//! handshake over a blocking stream with the default [`Config`], under
-//! tungstenite's names and signatures. For anything else, the settings are
-//! one builder per side, finished by a method:
+//! [`accept`], [`accept_hdr`], [`client()`] and [`connect()`] (and their
+//! `_with_config` forms) have tungstenite's names and signatures.
+//! [`connect()`] dials the whole way: TCP, TLS for `wss://` (with a TLS
+//! feature, through a [`Connector`]), the handshake and redirects. For
+//! anything else the settings are one builder per side:
 //!
 //! - [`ServerOptions`] (the [`Config`] and the
 //!   [`Callback`](handshake::Callback)):
 //!   `ServerOptions::new().config(config).callback(callback).accept(stream)`;
-//! - [`ClientOptions`] (the [`Config`]):
+//! - [`ClientOptions`] (the [`Config`], the TLS [`Connector`], an HTTP
+//!   [`Proxy`](handshake::Proxy), redirects):
 //!   `ClientOptions::new().config(config).connect(url)` or
 //!   `.client(request, stream)`.
 //!
-//! tokio-lockgate takes the same builders in its `accept_async_with`,
-//! `client_async_with` and `connect_async_with`. Both sides give up on a
-//! handshake that takes longer than [`Config::handshake_timeout`] (30 s by
-//! default) with [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)`, and a
-//! server answers a request that cannot be a WebSocket upgrade with an
-//! HTTP error at once. Every driver runs the same sans-IO
-//! [`HandshakeDriver`](handshake::HandshakeDriver).
+//! tokio-lockgate takes the same builders. Both sides give up on a
+//! handshake that takes longer than [`Config::handshake_timeout`] with
+//! [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)`, and a server answers
+//! a request that cannot be a WebSocket upgrade with an HTTP error at
+//! once. On a non-blocking stream the handshake returns
+//! [`HandshakeError::Interrupted`] and resumes from there.
+//!
+//! # Defaults and limits
+//!
+//! Every limit is enforced before memory is committed (a header announcing
+//! 2^63 bytes allocates nothing), and a message in assembly costs memory in
+//! proportion to the bytes received, however it is fragmented.
+//!
+//! | [`Config`] | default | when it is crossed |
+//! |---|---|---|
+//! | `max_message_size` | 64 MiB | [`CapacityError::MessageTooLong`], close 1009 |
+//! | `max_frame_size` | 16 MiB | [`CapacityError::FrameTooLarge`], close 1009 |
+//! | `max_fragments` | 131,072 per message | [`CapacityError::TooManyFragments`], close 1008 |
+//! | `write_buffer_size` | 128 KiB | `write` starts writing (not flushing) |
+//! | `max_write_buffer_size` | 72 MiB | [`Error::WriteBufferFull`] hands the message back |
+//! | `read_buffer_size` | 8 KiB first read, adapting; nothing held while idle | |
+//! | `handshake_timeout` | 30 s | [`TimeoutKind::Handshake`] |
+//! | `ping_interval` | 20 s of silence | a keepalive ping goes out |
+//! | `ping_timeout` | 20 s after that ping | [`TimeoutKind::Keepalive`], close 1011 |
+//! | `close_timeout` | 10 s after our close | [`TimeoutKind::Close`] |
+//!
+//! permessage-deflate (RFC 7692) is off unless configured
+//! ([`deflate::DeflateConfig`]); inflating is bounded by
+//! `max_message_size` too.
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `deflate` | yes | permessage-deflate ([`deflate`]) |
+//! | `handshake` | yes | nothing: the handshake is always built; the name is tungstenite's |
+//! | `url` | | [`IntoClientRequest`](handshake::IntoClientRequest) for `url::Url` |
+//! | `rustls` | | `wss://` through rustls (`Connector::Rustls`), with your roots |
+//! | `rustls-tls-webpki-roots` | | `rustls` with Mozilla's root certificates compiled in |
+//! | `rustls-tls-native-roots` | | `rustls` with the operating system's root certificates |
+//! | `native-tls` | | `wss://` through the platform's TLS library (`Connector::NativeTls`) |
+//! | `native-tls-vendored` | | `native-tls` with OpenSSL built from source |
+//!
+//! # Porting from tungstenite
+//!
+//! Code written for tungstenite 0.30 builds after renaming the crate
+//! (`tungstenite` to `lockgate`, in code and in `Cargo.toml`): the same
+//! functions, types, error variants, module paths and cargo features. It
+//! behaves the same, except where lockgate differs on purpose:
+//!
+//! - the out buffer is bounded (`max_write_buffer_size`, 72 MiB): a full
+//!   buffer hands the message back in [`Error::WriteBufferFull`] instead
+//!   of growing without limit;
+//! - keepalive and the deadlines above are on by default: a peer that
+//!   stays silent through a ping is dropped with
+//!   [`Error::Timeout`]; turn them off with `None`;
+//! - a pong is returned only for a ping the application sent;
+//! - `get_config` returns the [`WebSocketConfig`] settings by value (the
+//!   whole configuration is [`WebSocket::config`]), and streams passed to
+//!   `accept`, `client` or `from_raw_socket` must be `'static` (owned),
+//!   which lets lockgate bound a `TcpStream`'s reads by its deadlines;
+//! - [`WebSocketContext`] is sans-IO: its methods take and give bytes, not a
+//!   stream.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod client;
 mod codec;
 mod config;
-mod connect;
 pub mod deflate;
 pub mod error;
 pub mod frame;
@@ -58,27 +143,35 @@ pub mod frame;
 pub mod fuzz_api;
 pub mod handshake;
 mod message;
+mod mid_handshake;
 mod prepared;
 mod proto;
 pub mod protocol;
 mod read_timeout;
+mod server;
+pub mod stream;
+pub mod tls;
 mod utf8_bytes;
+pub mod util;
 mod websocket;
 
 pub use bytes::{Buf, Bytes};
+pub use client::{ClientHandshake, ClientRequestBuilder, client, connect};
 pub use config::{
     Config, DEFAULT_CLOSE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAGMENTS,
     DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE,
     DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Role,
 };
-pub use connect::{accept, accept_hdr, client, connect};
 pub use error::{CapacityError, Error, HandshakeFailure, ProtocolError, Result, TimeoutKind};
 pub use frame::CloseCode;
-pub use handshake::{ClientOptions, ServerOptions};
+pub use handshake::{ClientOptions, HandshakeError, ServerOptions};
 pub use http;
 pub use message::{CloseFrame, Message};
 pub use prepared::PreparedMessage;
 pub use proto::{Next, Operation, Output, WebSocketContext};
+pub use protocol::WebSocketConfig;
 pub use read_timeout::ReadTimeoutFn;
+pub use server::{ServerHandshake, accept, accept_hdr, accept_hdr_with_config, accept_with_config};
+pub use tls::{Connector, client_tls, client_tls_with_config};
 pub use utf8_bytes::Utf8Bytes;
 pub use websocket::WebSocket;

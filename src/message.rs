@@ -55,7 +55,10 @@ pub enum Message {
     Binary(Bytes),
     /// A ping, with at most 125 bytes of payload.
     Ping(Bytes),
-    /// A pong, with at most 125 bytes of payload.
+    /// A pong, with at most 125 bytes of payload. `read` returns the
+    /// pongs to your own pings and unsolicited ones; a pong answering a
+    /// keepalive ping (see [`Config::ping_interval`](crate::Config::ping_interval))
+    /// is consumed by the connection and never returned.
     Pong(Bytes),
     /// A close frame, with an optional code and reason.
     Close(Option<CloseFrame>),

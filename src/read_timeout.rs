@@ -6,6 +6,8 @@ use std::io;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use crate::stream::MaybeTlsStream;
+
 /// Sets a stream's read timeout (`None`: reads block until data arrives).
 ///
 /// The blocking [`WebSocket`](crate::WebSocket) and the blocking handshake
@@ -43,6 +45,25 @@ std_socket!(TcpStream);
 #[cfg(unix)]
 std_socket!(std::os::unix::net::UnixStream);
 
+/// What `connect` returns: the TCP stream's timeout bounds TLS reads too.
+impl StdSocket for MaybeTlsStream<TcpStream> {
+    fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        self.get_ref().read_timeout()
+    }
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.get_ref().set_read_timeout(timeout)
+    }
+    fn shutdown_write(&self) -> io::Result<()> {
+        // A FIN without TLS's close_notify before it would read as a
+        // truncation attack to the peer; that needs the TLS session,
+        // mutably, which this does not have.
+        if self.is_tls() {
+            return Ok(());
+        }
+        self.get_ref().shutdown(std::net::Shutdown::Write)
+    }
+}
+
 /// Finds the standard socket in a stream of type `S`, if it is one.
 pub(crate) type SocketOf<S> = fn(&S) -> Option<&dyn StdSocket>;
 
@@ -58,9 +79,13 @@ pub(crate) fn socket_of<S: 'static>() -> Option<SocketOf<S>> {
         if let Some(unix) = any.downcast_ref::<std::os::unix::net::UnixStream>() {
             return Some(unix);
         }
+        if let Some(maybe_tls) = any.downcast_ref::<MaybeTlsStream<TcpStream>>() {
+            return Some(maybe_tls);
+        }
         None
     }
-    let is_socket = TypeId::of::<S>() == TypeId::of::<TcpStream>();
+    let is_socket = TypeId::of::<S>() == TypeId::of::<TcpStream>()
+        || TypeId::of::<S>() == TypeId::of::<MaybeTlsStream<TcpStream>>();
     #[cfg(unix)]
     let is_socket =
         is_socket || TypeId::of::<S>() == TypeId::of::<std::os::unix::net::UnixStream>();
@@ -122,6 +147,23 @@ impl<S> ReadTimer<S> {
     /// The standard socket in `stream`, if it is one.
     pub(crate) fn socket<'a>(&self, stream: &'a S) -> Option<&'a dyn StdSocket> {
         self.socket.and_then(|of| of(stream))
+    }
+
+    /// The same timer for a new owner of the stream, who may set a read
+    /// timeout of its own before the next read: it is looked at again then.
+    pub(crate) fn handed_over(self) -> Self {
+        Self {
+            armed: Armed::Unknown,
+            ..self
+        }
+    }
+
+    /// The read timeout this timer set on the stream, if any.
+    pub(crate) fn armed_timeout(&self) -> Option<Duration> {
+        match self.armed {
+            Armed::ByUs(timeout) => timeout,
+            _ => None,
+        }
     }
 
     /// Uses `set` for a stream this timer does not recognise.

@@ -10,6 +10,7 @@ use crate::config::{Config, Role};
 use crate::error::Error;
 use crate::error::Result;
 use crate::message::{CloseFrame, Message};
+use crate::mid_handshake::HandshakeMachine;
 use crate::prepared::PreparedMessage;
 use crate::proto::{Next, Operation, WebSocketContext};
 use crate::read_timeout::{ReadTimeoutFn, ReadTimer};
@@ -94,17 +95,26 @@ pub struct WebSocket<S> {
 
 impl<S: 'static> WebSocket<S> {
     /// Wraps a stream whose opening handshake is already done.
-    pub fn from_raw_socket(stream: S, role: Role, config: Config) -> Self {
-        Self::from_context(stream, WebSocketContext::new(role, config))
+    ///
+    /// `config` is a [`Config`], or tungstenite's
+    /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) or
+    /// `Option<WebSocketConfig>` (`None`: the defaults).
+    pub fn from_raw_socket(stream: S, role: Role, config: impl Into<Config>) -> Self {
+        Self::from_context(stream, WebSocketContext::new(role, config.into()))
     }
 
     /// Like [`from_raw_socket`](Self::from_raw_socket), for a stream from
-    /// which `already_read` bytes past the handshake were consumed: they are
-    /// the start of the frame stream.
-    pub fn from_partially_read(stream: S, already_read: &[u8], role: Role, config: Config) -> Self {
+    /// which the bytes `part`, past the handshake, were already read: they
+    /// are the start of the frame stream.
+    pub fn from_partially_read(
+        stream: S,
+        part: impl AsRef<[u8]>,
+        role: Role,
+        config: impl Into<Config>,
+    ) -> Self {
         Self::from_context(
             stream,
-            WebSocketContext::after_handshake(role, config, None, already_read),
+            WebSocketContext::after_handshake(role, config.into(), None, part.as_ref()),
         )
     }
 
@@ -122,6 +132,17 @@ impl<S: 'static> WebSocket<S> {
 }
 
 impl<S> WebSocket<S> {
+    /// The connection a handshake over `machine`'s stream opened, keeping
+    /// what the handshake learnt about the stream's read timeout.
+    pub(crate) fn from_opened(machine: HandshakeMachine<S>, context: WebSocketContext) -> Self {
+        let (stream, read_timer) = machine.into_parts();
+        Self {
+            stream,
+            context,
+            read_timer,
+        }
+    }
+
     /// The stream.
     pub fn get_ref(&self) -> &S {
         &self.stream
@@ -155,13 +176,37 @@ impl<S> WebSocket<S> {
     }
 
     /// Replaces the configuration.
-    pub fn set_config(&mut self, config: Config) {
+    pub fn reconfigure(&mut self, config: Config) {
         self.context.set_config(config);
+    }
+
+    /// Changes the settings tungstenite's
+    /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) has, in place
+    /// (the others, such as deadlines, stay as they are).
+    pub fn set_config(&mut self, set_func: impl FnOnce(&mut crate::protocol::WebSocketConfig)) {
+        let mut settings = crate::protocol::WebSocketConfig::from(self.context.config());
+        set_func(&mut settings);
+        let config = settings.apply_to(*self.context.config());
+        self.context.set_config(config);
+    }
+
+    /// The settings tungstenite's
+    /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) has (a copy:
+    /// change them with [`set_config`](Self::set_config); the whole
+    /// configuration is [`config`](Self::config)).
+    pub fn get_config(&self) -> crate::protocol::WebSocketConfig {
+        crate::protocol::WebSocketConfig::from(self.context.config())
     }
 
     /// Whether more messages can be read.
     pub fn can_read(&self) -> bool {
         !self.context.is_terminated()
+    }
+
+    /// Whether messages can still be written: not once a close frame was
+    /// sent or received.
+    pub fn can_write(&self) -> bool {
+        self.context.can_write()
     }
 
     /// Bytes written but not yet handed to the stream.
@@ -205,9 +250,10 @@ impl<S> WebSocket<S> {
 impl<S: Read + Write> WebSocket<S> {
     /// Reads the next message.
     ///
-    /// Data messages, pings, pongs and the peer's close frame are returned;
-    /// pongs and close replies are queued and sent for you, before the
-    /// message that caused them is returned when the stream takes them.
+    /// Data messages, pings, pongs and the peer's close frame are returned
+    /// (except the pong answering a keepalive ping, which the connection
+    /// keeps); pongs and close replies are queued and sent for you, before
+    /// the message that caused them is returned when the stream takes them.
     /// Keepalive pings go out while it waits (see [Deadlines](#deadlines)).
     ///
     /// # Errors
@@ -297,6 +343,36 @@ impl<S: Read + Write> WebSocket<S> {
     /// [`Error::AlreadyClosed`] once the connection is over; [`Error::Io`].
     pub fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
         self.context.close(frame)?;
+        self.flush()
+    }
+
+    /// tungstenite's old name for [`read`](Self::read).
+    ///
+    /// # Errors
+    ///
+    /// As for [`read`](Self::read).
+    #[deprecated(note = "Use `read`")]
+    pub fn read_message(&mut self) -> Result<Message> {
+        self.read()
+    }
+
+    /// tungstenite's old name for [`send`](Self::send).
+    ///
+    /// # Errors
+    ///
+    /// As for [`send`](Self::send).
+    #[deprecated(note = "Use `send`")]
+    pub fn write_message(&mut self, msg: Message) -> Result<()> {
+        self.send(msg)
+    }
+
+    /// tungstenite's old name for [`flush`](Self::flush).
+    ///
+    /// # Errors
+    ///
+    /// As for [`flush`](Self::flush).
+    #[deprecated(note = "Use `flush`")]
+    pub fn write_pending(&mut self) -> Result<()> {
         self.flush()
     }
 

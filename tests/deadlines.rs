@@ -1,7 +1,9 @@
 //! Keepalive and close deadlines of the blocking driver on loopback TCP:
 //! what a silent peer receives and when `read` gives up on it, that a peer
-//! answering pings stays connected, the write side shut down after the
-//! closing handshake, and a caller's own read timeout left alone.
+//! answering pings stays connected without `read` returning the pongs to
+//! keepalive pings (while the application's pongs and unsolicited ones
+//! still come back), the write side shut down after the closing
+//! handshake, and a caller's own read timeout left alone.
 //!
 //! Lower time bounds are what the rules in `src/proto/timers.rs`
 //! guarantee (the clock starts before the `read` that arms the first
@@ -111,7 +113,10 @@ fn a_silent_peer_fails_the_read_with_a_timeout() {
 /// many pings it read once the closing handshake completed.
 fn answering_peer(url: &str, send_at: Instant) -> usize {
     let (mut ws, _) = lockgate::connect(url).unwrap();
-    ws.get_ref().set_read_timeout(Some(50 * MS)).unwrap();
+    ws.get_ref()
+        .get_ref()
+        .set_read_timeout(Some(50 * MS))
+        .unwrap();
     let mut pings = 0;
     let mut sent = false;
     for _ in 0..1000 {
@@ -147,26 +152,22 @@ fn a_peer_that_answers_pings_stays_connected() {
         .accept(stream)
         .unwrap();
 
-    // Pongs come back; no data and no error until the peer's message.
-    let mut received = None;
-    while start.elapsed() < QUIET + LIMIT {
-        match ws.read() {
-            Ok(Message::Pong(_)) => {}
-            Ok(msg) => {
-                received = Some(msg);
-                break;
-            }
-            Err(e) => panic!("after {:?}: {e:?}", start.elapsed()),
-        }
-    }
-    assert_eq!(received, Some(Message::text("still here")));
+    // Pongs come back and are consumed: nothing at all until the peer's
+    // message.
+    let received = ws.read();
+    assert_eq!(
+        received.unwrap(),
+        Message::text("still here"),
+        "after {:?}",
+        start.elapsed()
+    );
     assert!(start.elapsed() >= QUIET, "{:?}", start.elapsed());
 
     ws.close(None).unwrap();
     let mut end = None;
     for _ in 0..10 {
         match ws.read() {
-            Ok(Message::Close(_) | Message::Pong(_)) => {}
+            Ok(Message::Close(_)) => {}
             other => {
                 end = Some(other);
                 break;
@@ -176,6 +177,98 @@ fn a_peer_that_answers_pings_stays_connected() {
     assert!(matches!(end, Some(Err(Error::ConnectionClosed))), "{end:?}");
     let pings = peer.join().unwrap();
     assert!(pings >= 2, "the peer saw {pings} pings in {QUIET:?}");
+}
+
+/// A lockgate client that reads at its own pace, so every ping is
+/// answered with its own payload. It sends "quiet over" at `send_at`, and
+/// on the application's ping "app" an unsolicited pong "heartbeat" and
+/// then "bye". Returns the payloads of the other (keepalive) pings it saw
+/// once the closing handshake completed.
+fn echoing_peer(url: &str, send_at: Instant) -> Vec<Vec<u8>> {
+    let (mut ws, _) = lockgate::connect(url).unwrap();
+    ws.get_ref()
+        .get_ref()
+        .set_read_timeout(Some(50 * MS))
+        .unwrap();
+    let mut keepalive = Vec::new();
+    let mut sent = false;
+    for _ in 0..1000 {
+        if !sent && Instant::now() >= send_at {
+            ws.send(Message::text("quiet over")).unwrap();
+            sent = true;
+        }
+        match ws.read() {
+            Ok(Message::Ping(payload)) if payload == "app" => {
+                ws.send(Message::Pong("heartbeat".into())).unwrap();
+                ws.send(Message::text("bye")).unwrap();
+            }
+            Ok(Message::Ping(payload)) => keepalive.push(payload.to_vec()),
+            Ok(Message::Close(_)) => {}
+            Ok(other) => panic!("peer: unexpected {other:?}"),
+            Err(Error::ConnectionClosed) => return keepalive,
+            Err(Error::Io(e)) if is_timeout(&e) => {}
+            Err(e) => panic!("peer: {e:?}"),
+        }
+    }
+    panic!("peer: no closing handshake within 1000 reads");
+}
+
+/// The pong to a keepalive ping is the connection's business: `read`
+/// never returns it, through several intervals of keepalive. The pong to
+/// the application's own ping and an unsolicited pong are returned.
+#[test]
+fn keepalive_pongs_are_consumed_and_other_pongs_returned() {
+    const QUIET: Duration = Duration::from_millis(2000);
+    let interval = 200 * MS;
+    let config = Config::default()
+        .ping_interval(Some(interval))
+        .ping_timeout(Some(interval));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    let start = Instant::now();
+    let peer = thread::spawn(move || echoing_peer(&url, start + QUIET));
+    let (stream, _) = listener.accept().unwrap();
+    let mut ws = lockgate::ServerOptions::new()
+        .config(config)
+        .accept(stream)
+        .unwrap();
+
+    // Keepalive pings go out and are answered; nothing is returned (and
+    // nothing fails) until the peer speaks.
+    let first = ws.read().unwrap();
+    assert_eq!(first, Message::text("quiet over"), "{:?}", start.elapsed());
+    assert!(start.elapsed() >= QUIET, "{:?}", start.elapsed());
+
+    // The application's ping gets its pong back; the unsolicited pong
+    // that follows is returned as well.
+    ws.send(Message::Ping("app".into())).unwrap();
+    assert_eq!(ws.read().unwrap(), Message::Pong("app".into()));
+    assert_eq!(ws.read().unwrap(), Message::Pong("heartbeat".into()));
+    assert_eq!(ws.read().unwrap(), Message::text("bye"));
+
+    ws.close(None).unwrap();
+    let mut end = None;
+    for _ in 0..10 {
+        match ws.read() {
+            Ok(Message::Close(_)) => {}
+            other => {
+                end = Some(other);
+                break;
+            }
+        }
+    }
+    assert!(matches!(end, Some(Err(Error::ConnectionClosed))), "{end:?}");
+    let keepalive = peer.join().unwrap();
+    // One ping per interval quiet plus the timeout its pong satisfies.
+    assert!(
+        keepalive.len() >= 3,
+        "{} pings in {QUIET:?}",
+        keepalive.len()
+    );
+    for (n, payload) in keepalive.iter().enumerate() {
+        let expected = format!("lockgate keepalive {:03}", n + 1);
+        assert_eq!(String::from_utf8_lossy(payload), expected);
+    }
 }
 
 #[test]

@@ -270,8 +270,8 @@ Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n";
 /// The handshake of a side with this deflate config offers (client) or
 /// accepts (server) nothing.
 fn assert_nothing_negotiated(config: Option<DeflateConfig>) {
-    use lockgate::handshake::{ClientHandshake, NoCallback, ServerHandshake};
-    let client = ClientHandshake::with_deflate("ws://localhost/", config).unwrap();
+    use lockgate::handshake::{ClientUpgrade, NoCallback, ServerUpgrade};
+    let client = ClientUpgrade::with_deflate("ws://localhost/", config).unwrap();
     assert!(
         !client
             .request()
@@ -279,7 +279,7 @@ fn assert_nothing_negotiated(config: Option<DeflateConfig>) {
             .contains_key("sec-websocket-extensions"),
         "{config:?}"
     );
-    let mut server = ServerHandshake::with_deflate(NoCallback, config);
+    let mut server = ServerUpgrade::with_deflate(NoCallback, config);
     let done = server.receive(OFFER).unwrap().unwrap();
     assert!(done.deflate.is_none(), "{config:?}");
     assert!(

@@ -15,8 +15,8 @@ use http::header::{HeaderValue, SEC_WEBSOCKET_EXTENSIONS};
 use http::{Request, Response, StatusCode};
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::handshake::{
-    Callback, ClientHandshake, ClientHandshakeDone, NoCallback, ServerHandshake,
-    ServerHandshakeDone, error_response_bytes, upgrade_response, upgrade_response_with_deflate,
+    Callback, ClientUpgrade, ClientUpgradeDone, NoCallback, ServerUpgrade, ServerUpgradeDone,
+    error_response_bytes, upgrade_response, upgrade_response_with_deflate,
 };
 use lockgate::{Error, HandshakeFailure, Role};
 
@@ -65,8 +65,8 @@ fn request_offering(offers: &[&str]) -> String {
 }
 
 /// Runs a server handshake with `config` on a request offering `offers`.
-fn serve(config: Option<DeflateConfig>, offers: &[&str]) -> ServerHandshakeDone {
-    ServerHandshake::with_deflate(NoCallback, config)
+fn serve(config: Option<DeflateConfig>, offers: &[&str]) -> ServerUpgradeDone {
+    ServerUpgrade::with_deflate(NoCallback, config)
         .receive(request_offering(offers).as_bytes())
         .unwrap()
         .expect("complete")
@@ -101,12 +101,12 @@ fn negotiate(config: DeflateConfig, offers: &[&str]) -> Option<(DeflateParams, S
 }
 
 /// A client handshake with the RFC key offering deflate with `config`.
-fn deflate_client(config: DeflateConfig) -> ClientHandshake {
+fn deflate_client(config: DeflateConfig) -> ClientUpgrade {
     let request = Request::get("ws://example.com/chat")
         .header("Sec-WebSocket-Key", KEY)
         .body(())
         .unwrap();
-    ClientHandshake::with_deflate(request, Some(config)).unwrap()
+    ClientUpgrade::with_deflate(request, Some(config)).unwrap()
 }
 
 /// What a client with `config` makes of a 101 carrying `answers` as
@@ -114,7 +114,7 @@ fn deflate_client(config: DeflateConfig) -> ClientHandshake {
 fn client_sees(
     config: DeflateConfig,
     answers: &[&str],
-) -> Result<Option<ClientHandshakeDone>, Error> {
+) -> Result<Option<ClientUpgradeDone>, Error> {
     let mut response = RESPONSE_HEAD.to_owned();
     for answer in answers {
         response.push_str(&format!("Sec-WebSocket-Extensions: {answer}\r\n"));
@@ -139,9 +139,9 @@ fn client_failure(config: DeflateConfig, answers: &[&str]) -> &'static str {
 
 /// Client and server talking through memory; returns both results.
 fn pair(
-    client: ClientHandshake,
-    mut server: ServerHandshake<impl Callback>,
-) -> (ClientHandshakeDone, ServerHandshakeDone) {
+    client: ClientUpgrade,
+    mut server: ServerUpgrade<impl Callback>,
+) -> (ClientUpgradeDone, ServerUpgradeDone) {
     let mut client = client;
     let accepted = server
         .receive(client.request_bytes())
@@ -159,7 +159,7 @@ fn pair(
 #[test]
 fn client_offers_for_several_configs() {
     let offer = |config: DeflateConfig| {
-        let handshake = ClientHandshake::with_deflate("ws://example.com/", Some(config)).unwrap();
+        let handshake = ClientUpgrade::with_deflate("ws://example.com/", Some(config)).unwrap();
         let value = handshake.request().headers()[SEC_WEBSOCKET_EXTENSIONS]
             .to_str()
             .unwrap()
@@ -205,8 +205,8 @@ fn client_offers_for_several_configs() {
 
 #[test]
 fn no_config_offers_nothing() {
-    let plain = ClientHandshake::new("ws://example.com/").unwrap();
-    let none = ClientHandshake::with_deflate("ws://example.com/", None).unwrap();
+    let plain = ClientUpgrade::new("ws://example.com/").unwrap();
+    let none = ClientUpgrade::with_deflate("ws://example.com/", None).unwrap();
     for handshake in [plain, none] {
         assert!(
             !handshake
@@ -225,11 +225,11 @@ fn a_hand_written_extension_header_conflicts_with_a_deflate_config() {
             .body(())
             .unwrap()
     };
-    let result = ClientHandshake::with_deflate(request(), Some(DeflateConfig::default()));
+    let result = ClientUpgrade::with_deflate(request(), Some(DeflateConfig::default()));
     assert!(matches!(result, Err(Error::Url(_))), "{result:?}");
     // Without a config the header is sent as given (and any acceptance
     // fails the handshake, as before).
-    let handshake = ClientHandshake::with_deflate(request(), None).unwrap();
+    let handshake = ClientUpgrade::with_deflate(request(), None).unwrap();
     assert_eq!(
         handshake.request().headers()[SEC_WEBSOCKET_EXTENSIONS],
         "permessage-deflate"
@@ -433,7 +433,7 @@ fn server_without_config_declines_every_offer() {
             .headers()
             .contains_key(SEC_WEBSOCKET_EXTENSIONS)
     );
-    let done = ServerHandshake::new(NoCallback)
+    let done = ServerUpgrade::new(NoCallback)
         .receive(request_offering(&["permessage-deflate"]).as_bytes())
         .unwrap()
         .unwrap();
@@ -567,7 +567,7 @@ fn client_rejects_invalid_answers() {
 
 #[test]
 fn plain_client_still_rejects_any_extension() {
-    let mut client = ClientHandshake::new(
+    let mut client = ClientUpgrade::new(
         Request::get("ws://example.com/")
             .header("Sec-WebSocket-Key", KEY)
             .body(())
@@ -602,8 +602,8 @@ fn both_ends_agree_for_every_pair_of_configs() {
     ];
     for client_config in configs {
         for server_config in configs {
-            let client = ClientHandshake::with_deflate("ws://x/", Some(client_config)).unwrap();
-            let server = ServerHandshake::with_deflate(NoCallback, Some(server_config));
+            let client = ClientUpgrade::with_deflate("ws://x/", Some(client_config)).unwrap();
+            let server = ServerUpgrade::with_deflate(NoCallback, Some(server_config));
             let (opened, accepted) = pair(client, server);
             let agreed = accepted.deflate.expect("our offer is always acceptable");
             assert_eq!(opened.deflate, Some(agreed));
@@ -644,8 +644,8 @@ fn both_ends_agree_for_every_pair_of_configs() {
 #[test]
 fn deflate_on_one_side_only_is_declined() {
     // Client offers, server has no config: declined on both ends.
-    let client = ClientHandshake::with_deflate("ws://x/", Some(DeflateConfig::default())).unwrap();
-    let (opened, accepted) = pair(client, ServerHandshake::new(NoCallback));
+    let client = ClientUpgrade::with_deflate("ws://x/", Some(DeflateConfig::default())).unwrap();
+    let (opened, accepted) = pair(client, ServerUpgrade::new(NoCallback));
     assert_eq!((opened.deflate, accepted.deflate), (None, None));
     assert!(
         !opened
@@ -654,8 +654,8 @@ fn deflate_on_one_side_only_is_declined() {
             .contains_key(SEC_WEBSOCKET_EXTENSIONS)
     );
     // Server accepts, client offers nothing.
-    let client = ClientHandshake::new("ws://x/").unwrap();
-    let server = ServerHandshake::with_deflate(NoCallback, Some(DeflateConfig::default()));
+    let client = ClientUpgrade::new("ws://x/").unwrap();
+    let server = ServerUpgrade::with_deflate(NoCallback, Some(DeflateConfig::default()));
     let (opened, accepted) = pair(client, server);
     assert_eq!((opened.deflate, accepted.deflate), (None, None));
 }
@@ -664,8 +664,8 @@ fn deflate_on_one_side_only_is_declined() {
 fn server_requirement_the_client_cannot_meet_is_declined() {
     // Our client always offers client_max_window_bits, so a server limit on
     // the client's window is always acceptable to it...
-    let client = ClientHandshake::with_deflate("ws://x/", Some(DeflateConfig::default())).unwrap();
-    let server = ServerHandshake::with_deflate(
+    let client = ClientUpgrade::with_deflate("ws://x/", Some(DeflateConfig::default())).unwrap();
+    let server = ServerUpgrade::with_deflate(
         NoCallback,
         Some(DeflateConfig::default().client_max_window_bits(9)),
     );
@@ -673,7 +673,7 @@ fn server_requirement_the_client_cannot_meet_is_declined() {
     assert_eq!(opened.deflate, Some(params(false, false, 15, 9)));
     assert_eq!(accepted.deflate, opened.deflate);
     // ...but not to a client that did not offer it.
-    let done = ServerHandshake::with_deflate(
+    let done = ServerUpgrade::with_deflate(
         NoCallback,
         Some(DeflateConfig::default().client_max_window_bits(9)),
     )
@@ -695,8 +695,8 @@ fn callback_sees_the_answer_and_may_remove_it() {
         response.headers_mut().remove(SEC_WEBSOCKET_EXTENSIONS);
         Ok(response)
     };
-    let client = ClientHandshake::with_deflate("ws://x/", Some(DeflateConfig::default())).unwrap();
-    let server = ServerHandshake::with_deflate(decline, Some(DeflateConfig::default()));
+    let client = ClientUpgrade::with_deflate("ws://x/", Some(DeflateConfig::default())).unwrap();
+    let server = ServerUpgrade::with_deflate(decline, Some(DeflateConfig::default()));
     let (opened, accepted) = pair(client, server);
     assert!(seen.get());
     assert_eq!((opened.deflate, accepted.deflate), (None, None));
@@ -713,8 +713,8 @@ fn callback_keeping_the_answer_changes_nothing() {
         Ok(response)
     };
     let config = DeflateConfig::default().server_max_window_bits(10);
-    let client = ClientHandshake::with_deflate("ws://x/", Some(config)).unwrap();
-    let server = ServerHandshake::with_deflate(keep, Some(config));
+    let client = ClientUpgrade::with_deflate("ws://x/", Some(config)).unwrap();
+    let server = ServerUpgrade::with_deflate(keep, Some(config));
     let (opened, accepted) = pair(client, server);
     assert_eq!(accepted.deflate, Some(params(false, false, 10, 15)));
     assert_eq!(opened.deflate, accepted.deflate);
@@ -741,7 +741,7 @@ fn callback_may_not_change_or_invent_the_answer() {
     let errors = [
         // Changed parameters.
         handshake_error(
-            ServerHandshake::with_deflate(
+            ServerUpgrade::with_deflate(
                 set("permessage-deflate; server_no_context_takeover"),
                 Some(DeflateConfig::default()),
             )
@@ -749,20 +749,17 @@ fn callback_may_not_change_or_invent_the_answer() {
         ),
         // Repeated.
         handshake_error(
-            ServerHandshake::with_deflate(append, Some(DeflateConfig::default()))
+            ServerUpgrade::with_deflate(append, Some(DeflateConfig::default()))
                 .receive(request.as_bytes()),
         ),
         // Invented: nothing was negotiated.
         handshake_error(
-            ServerHandshake::with_deflate(set("permessage-deflate"), None)
+            ServerUpgrade::with_deflate(set("permessage-deflate"), None)
                 .receive(request.as_bytes()),
         ),
         handshake_error(
-            ServerHandshake::with_deflate(
-                set("permessage-deflate"),
-                Some(DeflateConfig::default()),
-            )
-            .receive(request_offering(&[]).as_bytes()),
+            ServerUpgrade::with_deflate(set("permessage-deflate"), Some(DeflateConfig::default()))
+                .receive(request_offering(&[]).as_bytes()),
         ),
     ];
     for error in errors {

@@ -11,8 +11,8 @@ use base64::engine::general_purpose::STANDARD;
 use http::header::{HeaderValue, SEC_WEBSOCKET_PROTOCOL};
 use http::{Request, Response, StatusCode};
 use lockgate::handshake::{
-    ClientHandshake, ClientHandshakeDone, ErrorResponse, IntoClientRequest, NoCallback,
-    ServerHandshake, ServerHandshakeDone, derive_accept_key, error_response_bytes, generate_key,
+    ClientUpgrade, ClientUpgradeDone, ErrorResponse, IntoClientRequest, NoCallback, ServerUpgrade,
+    ServerUpgradeDone, derive_accept_key, error_response_bytes, generate_key,
 };
 use lockgate::{Error, HandshakeFailure};
 
@@ -108,7 +108,7 @@ fn generated_keys_are_fresh_16_byte_nonces() {
 
 #[test]
 fn client_request_from_url() {
-    let handshake = ClientHandshake::new("ws://example.com:8080/chat?x=1").unwrap();
+    let handshake = ClientUpgrade::new("ws://example.com:8080/chat?x=1").unwrap();
     let (target, headers) = parse_request(handshake.request_bytes());
     assert_eq!(target, "/chat?x=1");
     assert_eq!(
@@ -136,7 +136,7 @@ fn client_request_omits_default_ports() {
         ("wss://example.com:80/", "example.com:80", "/"),
         ("ws://127.0.0.1:9001?x", "127.0.0.1:9001", "/?x"),
     ] {
-        let handshake = ClientHandshake::new(url.to_owned()).unwrap();
+        let handshake = ClientUpgrade::new(url.to_owned()).unwrap();
         let (actual_target, headers) = parse_request(handshake.request_bytes());
         assert_eq!(header(&headers, "host"), [host], "{url}");
         assert_eq!(actual_target, target, "{url}");
@@ -155,7 +155,7 @@ fn client_request_keeps_caller_headers() {
         .header("Connection", "keep-alive, Upgrade")
         .body(())
         .unwrap();
-    let handshake = ClientHandshake::new(request).unwrap();
+    let handshake = ClientUpgrade::new(request).unwrap();
     let (target, headers) = parse_request(handshake.request_bytes());
     assert_eq!(target, "/feed");
     assert_eq!(header(&headers, "host"), ["example.com"]);
@@ -198,7 +198,7 @@ fn client_rejects_unusable_urls() {
         "ws://a/#x",
         "",
     ] {
-        let result = ClientHandshake::new(url);
+        let result = ClientUpgrade::new(url);
         assert!(matches!(result, Err(Error::Url(_))), "{url:?}: {result:?}");
     }
 }
@@ -206,13 +206,13 @@ fn client_rejects_unusable_urls() {
 // ---------------------------------------------------------------- client response
 
 /// A client handshake with the RFC key, offering `chat` and `superchat`.
-fn client() -> ClientHandshake {
+fn client() -> ClientUpgrade {
     let request = Request::get("ws://example.com/chat")
         .header("Sec-WebSocket-Key", KEY)
         .header("Sec-WebSocket-Protocol", "chat, superchat")
         .body(())
         .unwrap();
-    ClientHandshake::new(request).unwrap()
+    ClientUpgrade::new(request).unwrap()
 }
 
 const RESPONSE: &str = "HTTP/1.1 101 Switching Protocols\r\n\
@@ -221,7 +221,7 @@ const RESPONSE: &str = "HTTP/1.1 101 Switching Protocols\r\n\
                         Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\
                         \r\n";
 
-fn client_receives(response: &str) -> Result<Option<ClientHandshakeDone>, Error> {
+fn client_receives(response: &str) -> Result<Option<ClientUpgradeDone>, Error> {
     client().receive(response.as_bytes())
 }
 
@@ -334,7 +334,7 @@ fn client_rejects_invalid_101_responses() {
         );
     }
     // A protocol when none was offered.
-    let mut plain = ClientHandshake::new(
+    let mut plain = ClientUpgrade::new(
         Request::get("ws://example.com/")
             .header("Sec-WebSocket-Key", KEY)
             .body(())
@@ -362,12 +362,12 @@ fn client_rejects_garbage_and_oversized_responses() {
 
 // ---------------------------------------------------------------- server
 
-fn server_receives(request: &str) -> Result<Option<ServerHandshakeDone>, Error> {
-    ServerHandshake::new(NoCallback).receive(request.as_bytes())
+fn server_receives(request: &str) -> Result<Option<ServerUpgradeDone>, Error> {
+    ServerUpgrade::new(NoCallback).receive(request.as_bytes())
 }
 
 fn server_status(request: &[u8]) -> StatusCode {
-    handshake_error(ServerHandshake::new(NoCallback).receive(request)).status()
+    handshake_error(ServerUpgrade::new(NoCallback).receive(request)).status()
 }
 
 fn parse_response(bytes: &[u8]) -> (u16, Vec<(String, String)>, Vec<u8>) {
@@ -412,7 +412,7 @@ fn server_accepts_a_request_in_one_piece() {
 fn server_accepts_a_request_one_byte_at_a_time() {
     let mut input = REQUEST.as_bytes().to_vec();
     input.extend_from_slice(CLIENT_FRAME);
-    let whole = ServerHandshake::new(NoCallback)
+    let whole = ServerUpgrade::new(NoCallback)
         .receive(&input)
         .unwrap()
         .unwrap();
@@ -422,7 +422,7 @@ fn server_accepts_a_request_one_byte_at_a_time() {
         "frames after the head are kept"
     );
 
-    let mut handshake = ServerHandshake::new(NoCallback);
+    let mut handshake = ServerUpgrade::new(NoCallback);
     for (i, byte) in input.iter().enumerate() {
         match handshake.receive(std::slice::from_ref(byte)).unwrap() {
             None => assert!(i + 1 < REQUEST.len(), "still waiting after the head at {i}"),
@@ -446,7 +446,7 @@ fn server_accepts_a_60_kib_head_byte_by_byte() {
     }
     request.push_str("\r\n");
     assert!(request.len() > 60 * 1024 && request.len() < 64 * 1024);
-    let mut handshake = ServerHandshake::new(NoCallback);
+    let mut handshake = ServerUpgrade::new(NoCallback);
     let mut done = None;
     for byte in request.as_bytes() {
         if let Some(d) = handshake.receive(std::slice::from_ref(byte)).unwrap() {
@@ -579,7 +579,7 @@ fn oversized_heads_get_431() {
             "{case}"
         );
         // Fed in pieces, the limit trips the same way.
-        let mut handshake = ServerHandshake::new(NoCallback);
+        let mut handshake = ServerUpgrade::new(NoCallback);
         let mut outcome = None;
         for piece in request.as_bytes().chunks(1000) {
             match handshake.receive(piece) {
@@ -603,7 +603,7 @@ fn oversized_heads_get_431() {
 #[test]
 fn callback_adds_a_subprotocol_the_client_sees() {
     let mut client = client();
-    let mut server = ServerHandshake::new(|request: &Request<()>, mut response: Response<()>| {
+    let mut server = ServerUpgrade::new(|request: &Request<()>, mut response: Response<()>| {
         let offers = request.headers()["sec-websocket-protocol"]
             .to_str()
             .unwrap();
@@ -631,7 +631,7 @@ fn callback_adds_a_subprotocol_the_client_sees() {
 
 #[test]
 fn callback_rejects_with_403_and_a_body() {
-    let mut server = ServerHandshake::new(|request: &Request<()>, _response: Response<()>| {
+    let mut server = ServerUpgrade::new(|request: &Request<()>, _response: Response<()>| {
         assert_eq!(request.uri().path(), "/chat");
         let mut refusal = ErrorResponse::new(Some("no chat for you".to_owned()));
         *refusal.status_mut() = StatusCode::FORBIDDEN;
@@ -666,7 +666,7 @@ fn callback_rejects_with_403_and_a_body() {
 
 #[test]
 fn callback_choosing_an_unoffered_protocol_is_a_server_error() {
-    let mut server = ServerHandshake::new(|_: &Request<()>, mut response: Response<()>| {
+    let mut server = ServerUpgrade::new(|_: &Request<()>, mut response: Response<()>| {
         response
             .headers_mut()
             .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("mqtt"));
@@ -817,17 +817,17 @@ fn garbage_never_panics_and_splitting_never_matters() {
         let mut split_size = || size.next().unwrap_or(1);
         let (whole, split) = if server_side {
             let (mut once, mut pieces) = (
-                ServerHandshake::new(NoCallback),
-                ServerHandshake::new(NoCallback),
+                ServerUpgrade::new(NoCallback),
+                ServerUpgrade::new(NoCallback),
             );
-            let leftover = |done: &ServerHandshakeDone| -> Vec<u8> { done.leftover.to_vec() };
+            let leftover = |done: &ServerUpgradeDone| -> Vec<u8> { done.leftover.to_vec() };
             (
                 feed(&input, &mut || usize::MAX, |b| once.receive(b), leftover),
                 feed(&input, &mut split_size, |b| pieces.receive(b), leftover),
             )
         } else {
             let (mut once, mut pieces) = (client(), client());
-            let leftover = |done: &ClientHandshakeDone| -> Vec<u8> { done.leftover.to_vec() };
+            let leftover = |done: &ClientUpgradeDone| -> Vec<u8> { done.leftover.to_vec() };
             (
                 feed(&input, &mut || usize::MAX, |b| once.receive(b), leftover),
                 feed(&input, &mut split_size, |b| pieces.receive(b), leftover),

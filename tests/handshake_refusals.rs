@@ -28,6 +28,7 @@ fn accept_drops_a_silent_client_at_the_deadline() {
     let error = ServerOptions::new()
         .config(deadline_config())
         .accept(server)
+        .map_err(Error::from)
         .expect_err("a silent client cannot be accepted");
     let took = started.elapsed();
     assert!(is_handshake_timeout(&error), "{error:?}");
@@ -70,6 +71,7 @@ fn on_any_stream_a_read_that_returns_after_the_deadline_fails() {
     let error = ServerOptions::new()
         .config(deadline_config())
         .accept(Opaque(server))
+        .map_err(Error::from)
         .expect_err("too late");
     assert!(is_handshake_timeout(&error), "{error:?}");
     drop(trickle.join().unwrap());
@@ -81,7 +83,9 @@ fn a_server_refuses_what_is_not_a_request_at_once() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         // The default deadline, 30 s: the refusal must not wait for it.
-        let server = thread::spawn(move || lockgate::accept(listener.accept().unwrap().0));
+        let server = thread::spawn(move || {
+            lockgate::accept(listener.accept().unwrap().0).map_err(Error::from)
+        });
         let (answer, took) = send_and_read_answer(addr, &bytes);
         let answer = String::from_utf8_lossy(&answer);
         assert!(answer.starts_with(status), "{what}: {answer:?}");
@@ -147,7 +151,7 @@ fn read_timeouts_are_cleared_after_the_handshake() {
         .config(deadline_config())
         .connect(url.as_str())
         .unwrap();
-    assert_eq!(ws.get_ref().read_timeout().unwrap(), None);
-    assert_eq!(ws.get_ref().write_timeout().unwrap(), None);
+    assert_eq!(ws.get_ref().get_ref().read_timeout().unwrap(), None);
+    assert_eq!(ws.get_ref().get_ref().write_timeout().unwrap(), None);
     assert_eq!(server.join().unwrap(), None::<Duration>);
 }

@@ -160,3 +160,62 @@ fn pair_exchanges_everything_with_tiny_reads() {
     }
     assert_eq!(got, sent);
 }
+
+/// A non-blocking server socket: the handshake is interrupted while the
+/// request trickles in, resumes where it stopped, and the connection then
+/// works without blocking.
+#[test]
+fn a_non_blocking_handshake_is_interrupted_and_resumed() {
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+
+    use lockgate::handshake::HandshakeError;
+    use lockgate::util::NonBlockingResult;
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = std::thread::spawn(move || {
+        let mut tcp = TcpStream::connect(addr).unwrap();
+        let request = "GET /chat HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
+                       Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                       Sec-WebSocket-Version: 13\r\n\r\n";
+        let (first, rest) = request.split_at(40);
+        tcp.write_all(first.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        tcp.write_all(rest.as_bytes()).unwrap();
+        // One masked text frame, "Hello" (RFC 6455 section 5.7).
+        tcp.write_all(&[
+            0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58,
+        ])
+        .unwrap();
+        tcp
+    });
+    let (stream, _) = listener.accept().unwrap();
+    stream.set_nonblocking(true).unwrap();
+    let mut interruptions = 0;
+    let mut attempt = lockgate::accept(stream);
+    let mut ws = loop {
+        match attempt {
+            Ok(ws) => break ws,
+            Err(HandshakeError::Interrupted(mid)) => {
+                interruptions += 1;
+                assert!(interruptions < 2000, "the handshake never finished");
+                std::thread::sleep(Duration::from_millis(1));
+                attempt = mid.handshake();
+            }
+            Err(HandshakeError::Failure(error)) => panic!("{error:?}"),
+        }
+    };
+    assert!(interruptions > 0, "the request came in two pieces");
+    let mut message = None;
+    for _ in 0..2000 {
+        if let Some(msg) = ws.read().no_block().unwrap() {
+            message = Some(msg);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(message, Some(Message::text("Hello")));
+    drop(client.join().unwrap());
+}

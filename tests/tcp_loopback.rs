@@ -9,9 +9,10 @@ use std::net::TcpListener;
 use std::thread;
 use std::time::Duration;
 
+use lockgate::error::UrlError;
 use lockgate::handshake::ErrorResponse;
 use lockgate::http::{Request, Response, StatusCode};
-use lockgate::{CloseCode, CloseFrame, Error, HandshakeFailure, Message};
+use lockgate::{CloseCode, CloseFrame, Error, HandshakeError, Message};
 
 /// Serves one connection on a fresh loopback port with `serve`, returning
 /// the URL to connect to.
@@ -47,10 +48,11 @@ fn echo_over_tcp_then_clean_close() {
     let (mut ws, response) = lockgate::connect(url.as_str()).unwrap();
     assert_eq!(response.status(), StatusCode::SWITCHING_PROTOCOLS);
     assert!(
-        ws.get_ref().nodelay().unwrap(),
+        ws.get_ref().get_ref().nodelay().unwrap(),
         "connect turns TCP_NODELAY on"
     );
     ws.get_ref()
+        .get_ref()
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     for i in 0..100 {
@@ -116,7 +118,8 @@ fn a_refusing_callback_sends_its_status_and_the_client_sees_it() {
         };
         let err = lockgate::accept_hdr(stream, callback).unwrap_err();
         assert!(
-            matches!(&err, Error::Http(response) if response.status() == StatusCode::FORBIDDEN),
+            matches!(&err, HandshakeError::Failure(Error::Http(response))
+                if response.status() == StatusCode::FORBIDDEN),
             "{err:?}"
         );
     });
@@ -133,5 +136,58 @@ fn a_refusing_callback_sends_its_status_and_the_client_sees_it() {
 #[test]
 fn connect_refuses_wss_without_tls() {
     let err = lockgate::connect("wss://127.0.0.1:1/").unwrap_err();
-    assert!(matches!(err, Error::Url(_)), "{err:?}");
+    assert!(
+        matches!(err, Error::Url(UrlError::TlsFeatureNotEnabled)),
+        "{err:?}"
+    );
+}
+
+/// Answers one request with a redirect to `location`, having read the
+/// request head.
+fn redirect_once(location: String) -> (String, thread::JoinHandle<()>) {
+    serve_one(move |mut stream| {
+        use std::io::{BufRead, BufReader, Write};
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
+            line.clear();
+        }
+        let answer =
+            format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n");
+        stream.write_all(answer.as_bytes()).unwrap();
+    })
+}
+
+#[test]
+fn connect_follows_redirects_as_far_as_allowed() {
+    let (target, server) = serve_one(|stream| {
+        let callback = |request: &Request<()>, response: Response<()>| {
+            assert_eq!(request.uri().path(), "/moved");
+            Ok(response)
+        };
+        let mut ws = lockgate::accept_hdr(stream, callback).unwrap();
+        ws.send(Message::text("arrived")).unwrap();
+        while ws.read().is_ok() {}
+    });
+    let target = target.replace("/socket", "/moved");
+    let (url, redirect) = redirect_once(target.clone());
+    let (mut ws, response) = lockgate::connect(url.as_str()).unwrap();
+    assert_eq!(response.status(), StatusCode::SWITCHING_PROTOCOLS);
+    assert_eq!(ws.read().unwrap(), Message::text("arrived"));
+    ws.close(None).unwrap();
+    while ws.read().is_ok() {}
+    server.join().unwrap();
+    redirect.join().unwrap();
+
+    // Without redirects allowed, the 302 is the answer.
+    let (url, redirect) = redirect_once(target);
+    let error = lockgate::ClientOptions::new()
+        .max_redirects(0)
+        .connect(url.as_str())
+        .unwrap_err();
+    match error {
+        Error::Http(response) => assert_eq!(response.status(), StatusCode::FOUND),
+        other => panic!("{other:?}"),
+    }
+    redirect.join().unwrap();
 }

@@ -149,14 +149,19 @@ type Publish = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
 /// tokio-lockgate: the hub.
 async fn hub_server(sockets: Vec<tokio::net::TcpStream>, shape: Shape) -> Publish {
     use tokio_lockgate::hub::{Hub, HubConfig, SlowConsumer};
-    use tokio_lockgate::{Config, Message, PreparedMessage, Role, WebSocketStream};
+    use tokio_lockgate::{
+        Config, Message, PreparedMessage, Role, WebSocketContext, WebSocketStream,
+    };
     let hub = Hub::new(
         HubConfig::default()
             .queue_capacity(QUEUE)
             .slow_consumer(SlowConsumer::Wait),
     );
     for socket in sockets {
-        let mut ws = WebSocketStream::from_raw_socket(socket, Role::Server, Config::default());
+        let mut ws = WebSocketStream::from_context(
+            socket,
+            WebSocketContext::new(Role::Server, Config::default()),
+        );
         let mut subscriber = hub.subscriber();
         subscriber.subscribe("t");
         tokio::task::spawn_local(async move {

@@ -161,10 +161,12 @@ fn park(lib: &str, s: tokio::net::TcpStream, parked: Counter, got: Counter) {
         }
         "tokio-lockgate" => {
             tokio::task::spawn_local(async move {
-                let mut ws = tokio_lockgate::WebSocketStream::from_raw_socket(
+                let mut ws = tokio_lockgate::WebSocketStream::from_context(
                     s,
-                    lockgate::Role::Server,
-                    lockgate::Config::default(),
+                    tokio_lockgate::WebSocketContext::new(
+                        lockgate::Role::Server,
+                        lockgate::Config::default(),
+                    ),
                 );
                 parked.set(parked.get() + 1);
                 let m = ws.read().await.expect("tokio-lockgate read");

@@ -159,10 +159,9 @@ impl AsyncLib for TokioLockgate {
     type Ws<S: AsyncRead + AsyncWrite + Unpin> = tokio_lockgate::WebSocketStream<S>;
     type Msg = lockgate::Message;
     async fn wrap<S: AsyncRead + AsyncWrite + Unpin>(stream: S, server: bool) -> Self::Ws<S> {
-        tokio_lockgate::WebSocketStream::from_raw_socket(
+        tokio_lockgate::WebSocketStream::from_context(
             stream,
-            lg_role(server),
-            lockgate::Config::default(),
+            tokio_lockgate::WebSocketContext::new(lg_role(server), lockgate::Config::default()),
         )
     }
     fn text(s: String) -> Self::Msg {

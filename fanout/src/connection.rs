@@ -60,7 +60,7 @@ pub(crate) async fn serve(
     count(&state.counters.accepted);
     count(&state.counters.open);
 
-    let (mut write, mut read) = ws.split();
+    let (mut write, mut read) = ws.into_split();
     // Its own task: a client's writes never wait behind its reads, and a
     // publish that waits (for the broker, or under the Wait policy for this
     // very client's queue) never stops its forwarding.

@@ -70,15 +70,22 @@ async fn accept_loop(
     relay: Option<Relay>,
     mut stopped: watch::Receiver<bool>,
 ) {
+    let mut backoff = AcceptBackoff::default();
     loop {
         let tcp = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => tcp,
+                Ok((tcp, _)) => {
+                    backoff.succeeded();
+                    tcp
+                }
                 // Out of file descriptors and the like: the listener
                 // stays, and the next accept may succeed.
                 Err(e) => {
-                    eprintln!("lockgate-fanout: accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    let wait = backoff.failed(&e);
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        _ = stopped.changed() => return,
+                    }
                     continue;
                 }
             },
@@ -90,6 +97,44 @@ async fn accept_loop(
             Arc::clone(&state),
             relay.clone(),
         ));
+    }
+}
+
+/// How long the accept loop waits after a failed `accept` (5 ms, doubling
+/// to 1 s, back to nothing after a success), and how often it says so (the
+/// first failure, then at most once a second with a count): a node out of
+/// file descriptors neither spins nor floods its log.
+#[derive(Debug, Default)]
+struct AcceptBackoff {
+    wait: std::time::Duration,
+    unreported: u64,
+    last_report: Option<std::time::Instant>,
+}
+
+impl AcceptBackoff {
+    fn succeeded(&mut self) {
+        self.wait = std::time::Duration::ZERO;
+    }
+
+    fn failed(&mut self, error: &std::io::Error) -> std::time::Duration {
+        const FIRST: std::time::Duration = std::time::Duration::from_millis(5);
+        const MAX: std::time::Duration = std::time::Duration::from_secs(1);
+        self.wait = (self.wait * 2).clamp(FIRST, MAX);
+        self.unreported += 1;
+        let now = std::time::Instant::now();
+        if self
+            .last_report
+            .is_none_or(|last| now.duration_since(last) >= std::time::Duration::from_secs(1))
+        {
+            eprintln!(
+                "lockgate-fanout: accept failed: {error} ({} time(s) since the last report; \
+                 next try in {:?})",
+                self.unreported, self.wait
+            );
+            self.unreported = 0;
+            self.last_report = Some(now);
+        }
+        self.wait
     }
 }
 
@@ -116,5 +161,25 @@ impl NodeHandle {
         self.state
             .hub
             .close_all(CloseCode::Away, "broadcast node shutting down");
+    }
+}
+
+#[cfg(test)]
+mod accept_backoff_tests {
+    use std::time::Duration;
+
+    use super::AcceptBackoff;
+
+    #[test]
+    fn waits_double_up_to_a_second_and_a_success_resets_them() {
+        let error = std::io::Error::from_raw_os_error(24); // EMFILE
+        let mut backoff = AcceptBackoff::default();
+        let waits: Vec<Duration> = (0..10).map(|_| backoff.failed(&error)).collect();
+        assert_eq!(waits[0], Duration::from_millis(5));
+        assert_eq!(waits[1], Duration::from_millis(10));
+        assert_eq!(*waits.last().unwrap(), Duration::from_secs(1));
+        assert!(waits.windows(2).all(|w| w[0] <= w[1]));
+        backoff.succeeded();
+        assert_eq!(backoff.failed(&error), Duration::from_millis(5));
     }
 }

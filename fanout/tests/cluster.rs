@@ -7,7 +7,7 @@ mod support;
 use std::collections::HashMap;
 
 use support::{Client, NatsServer, client, node, within};
-use tokio_lockgate::{CloseCode, Error, HandshakeFailure, Message};
+use tokio_lockgate::{CloseCode, Error, Message};
 
 const PUBLISHERS: usize = 2;
 const MESSAGES: usize = 300;
@@ -191,7 +191,7 @@ async fn a_client_that_stops_reading_is_closed_with_1008_and_delays_no_one() {
     // can fan out fills every queue, healthy or not).
     const WINDOW: usize = 256;
     let window = std::sync::Arc::new(tokio::sync::Semaphore::new(WINDOW));
-    let (mut sink, mut echoes) = publisher.split();
+    let (mut sink, mut echoes) = publisher.into_split();
     let echo_window = window.clone();
     let echoed = tokio::spawn(async move {
         for _ in 0..COUNT {

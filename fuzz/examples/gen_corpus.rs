@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use lockgate::frame::{FrameHeader, OpCode};
-use lockgate::handshake::{ClientHandshake, NoCallback, ServerHandshake};
+use lockgate::handshake::{ClientUpgrade, NoCallback, ServerUpgrade};
 use lockgate::{Buf, Config, Message, Role, WebSocketContext, http};
 use lockgate_fuzz::{
     ContextKnobs, Shape, deflate_params, encode_frame, handshake_deflate, take_frames,
@@ -295,7 +295,7 @@ fn request(deflate: u8, local: u8, extra: &[(&str, &str)]) -> Vec<u8> {
         builder = builder.header(*name, *value);
     }
     let request = builder.body(()).expect("request");
-    ClientHandshake::with_deflate(request, handshake_deflate(deflate, local))
+    ClientUpgrade::with_deflate(request, handshake_deflate(deflate, local))
         .expect("handshake")
         .request_bytes()
         .to_vec()
@@ -335,7 +335,7 @@ fn handshakes(corpus: &mut Corpus) {
             );
         }
 
-        let mut server = ServerHandshake::with_deflate(NoCallback, handshake_deflate(deflate, 0));
+        let mut server = ServerUpgrade::with_deflate(NoCallback, handshake_deflate(deflate, 0));
         let done = server
             .receive(&req)
             .expect("valid request")

@@ -1,4 +1,4 @@
-//! `ClientHandshake::receive` on arbitrary bytes in arbitrary reads (the
+//! `ClientUpgrade::receive` on arbitrary bytes in arbitrary reads (the
 //! request has a fixed key, so a response can be accepted; with or without
 //! a permessage-deflate offer).
 //!
@@ -10,8 +10,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lockgate::handshake::ClientHandshake;
-use lockgate::{Error, HandshakeFailure, http};
+use lockgate::handshake::ClientUpgrade;
+use lockgate::{Error, http};
 use lockgate_fuzz::{HeapWatch, handshake_heap_bound, handshake_input, head_end};
 
 fuzz_target!(|data: &[u8]| {
@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         .expect("valid request");
 
     let watch = HeapWatch::start();
-    let mut handshake = ClientHandshake::with_deflate(request, config).expect("valid request");
+    let mut handshake = ClientUpgrade::with_deflate(request, config).expect("valid request");
     let mut fed = 0;
     let mut finished = false;
     for chunk in shape.chunks(&stream) {

@@ -1,4 +1,4 @@
-//! `ServerHandshake::receive` on arbitrary bytes in arbitrary reads (with
+//! `ServerUpgrade::receive` on arbitrary bytes in arbitrary reads (with
 //! or without a permessage-deflate config).
 //!
 //! Invariants: no panic; while the head is incomplete at most 64 KiB were
@@ -11,14 +11,14 @@
 
 use libfuzzer_sys::fuzz_target;
 use lockgate::Error;
-use lockgate::handshake::{NoCallback, ServerHandshake, error_response_bytes};
+use lockgate::handshake::{NoCallback, ServerUpgrade, error_response_bytes};
 use lockgate_fuzz::{HeapWatch, handshake_heap_bound, handshake_input, head_end};
 
 fuzz_target!(|data: &[u8]| {
     let (shape, stream, config) = handshake_input(data);
 
     let watch = HeapWatch::start();
-    let mut handshake = ServerHandshake::with_deflate(NoCallback, config);
+    let mut handshake = ServerUpgrade::with_deflate(NoCallback, config);
     let mut fed = 0;
     let mut finished = false;
     for chunk in shape.chunks(&stream) {

@@ -8,9 +8,9 @@ use bytes::Bytes;
 use http::header::SEC_WEBSOCKET_PROTOCOL;
 use http::{Request, Response};
 
-use super::client::ClientHandshake;
+use super::client_upgrade::ClientUpgrade;
 use super::progress::Progress;
-use super::server::{Callback, ServerHandshake, error_response_bytes};
+use super::server_upgrade::{Callback, ServerUpgrade, error_response_bytes};
 use crate::config::{Config, Role};
 use crate::deflate::DeflateParams;
 #[cfg(doc)]
@@ -22,8 +22,8 @@ use crate::proto::WebSocketContext;
 /// connection, within [`Config::handshake_timeout`], without doing any
 /// I/O or reading a clock.
 ///
-/// It wraps a [`ServerHandshake`] ([`HandshakeDriver::server`]) or a
-/// [`ClientHandshake`] ([`HandshakeDriver::client`]), owns the bytes to
+/// It wraps a [`ServerUpgrade`] ([`HandshakeDriver::server`]) or a
+/// [`ClientUpgrade`] ([`HandshakeDriver::client`]), owns the bytes to
 /// send and the deadline, and answers the driver's one question, "what
 /// now?", with a [`Step`]. Time is an input: every call that may pass the
 /// deadline takes the current [`Instant`].
@@ -64,7 +64,7 @@ use crate::proto::WebSocketContext;
 /// a head too large) first transmits the HTTP error response
 /// ([`error_response_bytes`]), then reports the error; a client just
 /// reports it. A request that cannot be HTTP is refused at the first byte
-/// that shows it (see [`ServerHandshake::receive`]), so such a peer gets
+/// that shows it (see [`ServerUpgrade::receive`]), so such a peer gets
 /// its answer at once, not at the deadline. The deadline is
 /// [`Config::handshake_timeout`] after the `now` the driver was made with;
 /// once `now` reaches it, the handshake fails with
@@ -78,14 +78,14 @@ use crate::proto::WebSocketContext;
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use lockgate::handshake::{ClientHandshake, HandshakeDriver, NoCallback, ServerHandshake, Step};
+/// use lockgate::handshake::{ClientUpgrade, HandshakeDriver, NoCallback, ServerUpgrade, Step};
 /// use lockgate::{Config, Error, TimeoutKind};
 ///
 /// let start = Instant::now();
 /// let config = Config::default().handshake_timeout(Some(Duration::from_secs(5)));
-/// let request = ClientHandshake::new("ws://example.com/chat")?;
+/// let request = ClientUpgrade::new("ws://example.com/chat")?;
 /// let mut client = HandshakeDriver::client(request, config.clone(), start);
-/// let mut server = HandshakeDriver::server(ServerHandshake::new(NoCallback), config.clone(), start);
+/// let mut server = HandshakeDriver::server(ServerUpgrade::new(NoCallback), config.clone(), start);
 ///
 /// let Step::Transmit(request) = client.poll(start) else { panic!("the request goes first") };
 /// let Step::Receive { deadline } = server.poll(start) else { panic!() };
@@ -107,7 +107,7 @@ use crate::proto::WebSocketContext;
 /// assert_eq!(opened.response.status(), 101);
 ///
 /// // A server whose client says nothing gives up at the deadline.
-/// let mut server = HandshakeDriver::server(ServerHandshake::new(NoCallback), config, start);
+/// let mut server = HandshakeDriver::server(ServerUpgrade::new(NoCallback), config, start);
 /// assert!(matches!(server.poll(start), Step::Receive { .. }));
 /// server.handle_timeout(start + Duration::from_secs(5));
 /// let Step::Done(Err(Error::Timeout(TimeoutKind::Handshake))) = server.poll(start) else {
@@ -235,15 +235,15 @@ pub struct Opened {
     pub response: Response<()>,
 }
 
-impl<C: Callback> HandshakeDriver<ServerHandshake<C>> {
+impl<C: Callback> HandshakeDriver<ServerUpgrade<C>> {
     /// Runs `handshake` as a server, with `config` for the deadline
     /// (`handshake_timeout` after `now`) and for the connection it opens.
     ///
     /// The handshake's own deflate settings decide what is negotiated
-    /// ([`ServerHandshake::with_deflate`]; pass `config`'s to accept what
+    /// ([`ServerUpgrade::with_deflate`]; pass `config`'s to accept what
     /// the connection is configured for).
-    pub fn server(handshake: ServerHandshake<C>, config: Config, now: Instant) -> Self {
-        let on_input: OnInput<ServerHandshake<C>> = |handshake, input| {
+    pub fn server(handshake: ServerUpgrade<C>, config: Config, now: Instant) -> Self {
+        let on_input: OnInput<ServerUpgrade<C>> = |handshake, input| {
             Ok(handshake.receive(input)?.map(|done| Accepted {
                 reply: done.response_bytes,
                 deflate: done.deflate,
@@ -256,13 +256,13 @@ impl<C: Callback> HandshakeDriver<ServerHandshake<C>> {
     }
 }
 
-impl HandshakeDriver<ClientHandshake> {
+impl HandshakeDriver<ClientUpgrade> {
     /// Runs `handshake` as a client, with `config` for the deadline
     /// (`handshake_timeout` after `now`) and for the connection it opens.
     /// The first step transmits the request.
-    pub fn client(handshake: ClientHandshake, config: Config, now: Instant) -> Self {
+    pub fn client(handshake: ClientUpgrade, config: Config, now: Instant) -> Self {
         let request = handshake.request_bytes().to_vec();
-        let on_input: OnInput<ClientHandshake> = |handshake, input| {
+        let on_input: OnInput<ClientUpgrade> = |handshake, input| {
             let Some(done) = handshake.receive(input)? else {
                 return Ok(None);
             };
@@ -436,16 +436,16 @@ mod tests {
         Config::default().handshake_timeout(Some(LIMIT))
     }
 
-    fn server(start: Instant) -> HandshakeDriver<ServerHandshake<NoCallback>> {
-        HandshakeDriver::server(ServerHandshake::new(NoCallback), config(), start)
+    fn server(start: Instant) -> HandshakeDriver<ServerUpgrade<NoCallback>> {
+        HandshakeDriver::server(ServerUpgrade::new(NoCallback), config(), start)
     }
 
-    fn client(start: Instant) -> HandshakeDriver<ClientHandshake> {
+    fn client(start: Instant) -> HandshakeDriver<ClientUpgrade> {
         let request = Request::get("ws://example.com/chat")
             .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
             .body(())
             .unwrap();
-        HandshakeDriver::client(ClientHandshake::new(request).unwrap(), config(), start)
+        HandshakeDriver::client(ClientUpgrade::new(request).unwrap(), config(), start)
     }
 
     fn at(start: Instant, millis: u64) -> Instant {
@@ -530,7 +530,7 @@ mod tests {
             .body(())
             .unwrap();
         let mut client =
-            HandshakeDriver::client(ClientHandshake::new(request).unwrap(), config(), start);
+            HandshakeDriver::client(ClientUpgrade::new(request).unwrap(), config(), start);
         let choose = |request: &Request<()>, mut response: Response<()>| {
             let chosen = crate::handshake::choose_subprotocol(request, &["chat.v2"]).unwrap();
             response
@@ -538,7 +538,7 @@ mod tests {
                 .insert("sec-websocket-protocol", chosen.parse().unwrap());
             Ok(response)
         };
-        let mut server = HandshakeDriver::server(ServerHandshake::new(choose), config(), start);
+        let mut server = HandshakeDriver::server(ServerUpgrade::new(choose), config(), start);
         let Step::Transmit(request) = client.poll(start) else {
             panic!("the request goes first")
         };
@@ -602,7 +602,7 @@ mod tests {
     fn the_deadline_ends_an_unfinished_handshake() {
         let start = Instant::now();
         // How each way of learning the time fails a silent peer's handshake.
-        type Report = fn(&mut HandshakeDriver<ServerHandshake<NoCallback>>, Instant);
+        type Report = fn(&mut HandshakeDriver<ServerUpgrade<NoCallback>>, Instant);
         let reports: &[(&str, Report)] = &[
             // The poll that follows is the only report.
             ("poll", |_, _| {}),
@@ -677,7 +677,7 @@ mod tests {
     fn no_timeout_waits_forever() {
         let start = Instant::now();
         let config = Config::default().handshake_timeout(None);
-        let mut server = HandshakeDriver::server(ServerHandshake::new(NoCallback), config, start);
+        let mut server = HandshakeDriver::server(ServerUpgrade::new(NoCallback), config, start);
         let far = start + Duration::from_secs(365 * 24 * 3600);
         server.handle_timeout(far);
         assert_eq!(receive_until(server.poll(far)), None);

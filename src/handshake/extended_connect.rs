@@ -14,9 +14,9 @@ use http::header::{
 use http::uri::{Authority, Scheme};
 use http::{Method, Request, Response, StatusCode, Uri, Version};
 
-use super::client::{check_extensions, check_protocol, complete_request};
+use super::client_upgrade::{check_extensions, check_protocol, complete_request};
 use super::head;
-use super::server::negotiate_extensions;
+use super::server_upgrade::negotiate_extensions;
 use crate::deflate::params::client_offer;
 use crate::deflate::{DeflateConfig, DeflateParams};
 use crate::error::{Error, HandshakeFailure, Result, UrlError};
@@ -132,7 +132,7 @@ fn check_extended_connect<B>(
 /// response.
 ///
 /// The request is built from a `ws://`/`wss://` URL or a request as for
-/// [`ClientHandshake`](super::ClientHandshake) (subprotocol offers and
+/// [`ClientUpgrade`](super::ClientUpgrade) (subprotocol offers and
 /// other headers are kept), as CONNECT over HTTP/2 with the URL's path,
 /// `:scheme` `http` or `https` and its authority; `Host`, `Connection`,
 /// `Upgrade` and `Sec-WebSocket-Key` are left out, since HTTP/2 forbids
@@ -175,7 +175,7 @@ impl ExtendedConnect {
     /// # Errors
     ///
     /// [`Error::Url`] as for
-    /// [`ClientHandshake::with_deflate`](super::ClientHandshake::with_deflate).
+    /// [`ClientUpgrade::with_deflate`](super::ClientUpgrade::with_deflate).
     pub fn new(
         request: impl super::IntoClientRequest,
         deflate: Option<DeflateConfig>,

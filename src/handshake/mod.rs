@@ -1,8 +1,8 @@
 //! The opening handshake (RFC 6455 section 4), sans-IO: bytes in, bytes
 //! out.
 //!
-//! [`ClientHandshake`] builds the upgrade request and checks the server's
-//! answer; [`ServerHandshake`] checks a request, lets a [`Callback`] shape
+//! [`ClientUpgrade`] builds the upgrade request and checks the server's
+//! answer; [`ServerUpgrade`] checks a request, lets a [`Callback`] shape
 //! or refuse the response, and serializes it. Neither reads nor writes a
 //! socket: the caller moves the bytes, so the same code serves the blocking
 //! and the async drivers. [`HandshakeDriver`] runs either side within the
@@ -11,7 +11,7 @@
 //!
 //! Extensions: permessage-deflate (RFC 7692) is negotiated when a
 //! [`DeflateConfig`](crate::deflate::DeflateConfig) is given
-//! ([`ClientHandshake::with_deflate`], [`ServerHandshake::with_deflate`],
+//! ([`ClientUpgrade::with_deflate`], [`ServerUpgrade::with_deflate`],
 //! [`upgrade_response_with_deflate`]); the agreed
 //! [`DeflateParams`](crate::deflate::DeflateParams) are in the handshake's
 //! result. Without one, no extension is offered or accepted.
@@ -27,10 +27,10 @@
 //! A client and a server talking through memory:
 //!
 //! ```
-//! use lockgate::handshake::{ClientHandshake, NoCallback, ServerHandshake};
+//! use lockgate::handshake::{ClientUpgrade, NoCallback, ServerUpgrade};
 //!
-//! let mut client = ClientHandshake::new("ws://example.com/chat").unwrap();
-//! let mut server = ServerHandshake::new(NoCallback);
+//! let mut client = ClientUpgrade::new("ws://example.com/chat").unwrap();
+//! let mut server = ServerUpgrade::new(NoCallback);
 //!
 //! // The client's first frame may arrive along with its request.
 //! let mut wire = client.request_bytes().to_vec();
@@ -43,24 +43,33 @@
 //! ```
 
 mod accept_key;
-mod client;
+pub mod client;
+mod client_upgrade;
 mod driver;
 mod extended_connect;
 mod head;
 mod options;
 mod progress;
 mod proxy;
-mod server;
+pub mod server;
+mod server_upgrade;
 
+/// The stream of a handshake in progress, under tungstenite's path.
+pub mod machine {
+    pub use crate::mid_handshake::HandshakeMachine;
+}
+
+pub use crate::mid_handshake::{HandshakeError, HandshakeRole, MidHandshake};
 pub use accept_key::{derive_accept_key, generate_key};
-pub use client::{ClientHandshake, ClientHandshakeDone, IntoClientRequest};
+pub use client_upgrade::{ClientUpgrade, ClientUpgradeDone, IntoClientRequest};
 pub use driver::{Exchange, HandshakeDriver, Opened, Step};
 pub use extended_connect::{
     ExtendedConnect, WEBSOCKET_PROTOCOL, extended_connect_response, is_extended_connect,
 };
+pub use machine::HandshakeMachine;
 pub use options::{ClientOptions, Route, ServerOptions};
 pub use proxy::{Proxy, ProxyRefusal, ProxyTunnel};
-pub use server::{
-    Callback, ErrorResponse, NoCallback, ServerHandshake, ServerHandshakeDone, choose_subprotocol,
+pub use server_upgrade::{
+    Callback, ErrorResponse, NoCallback, ServerUpgrade, ServerUpgradeDone, choose_subprotocol,
     error_response_bytes, upgrade_response, upgrade_response_with_deflate,
 };

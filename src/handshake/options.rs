@@ -3,12 +3,13 @@
 
 use std::time::Instant;
 
-use super::client::{ClientHandshake, IntoClientRequest};
+use super::client_upgrade::{ClientUpgrade, IntoClientRequest};
 use super::driver::HandshakeDriver;
 use super::proxy::Proxy;
-use super::server::{Callback, NoCallback, ServerHandshake};
+use super::server_upgrade::{Callback, NoCallback, ServerUpgrade};
 use crate::config::Config;
 use crate::error::Result;
+use crate::tls::Connector;
 
 /// How to accept WebSocket connections: the [`Config`] of the connection
 /// (its `handshake_timeout` bounds the handshake) and the [`Callback`]
@@ -76,23 +77,23 @@ impl<C: Callback> ServerOptions<C> {
     /// The sans-IO server handshake these options describe, its deadline
     /// counted from `now`, for a driver of your own. It negotiates
     /// permessage-deflate when the config has a deflate setting.
-    pub fn handshake(self, now: Instant) -> HandshakeDriver<ServerHandshake<C>> {
-        let handshake = ServerHandshake::with_deflate(self.callback, self.config.deflate);
+    pub fn handshake(self, now: Instant) -> HandshakeDriver<ServerUpgrade<C>> {
+        let handshake = ServerUpgrade::with_deflate(self.callback, self.config.deflate);
         HandshakeDriver::server(handshake, self.config, now)
     }
 }
 
 /// How to open WebSocket connections as a client: the [`Config`] of the
 /// connection (its `handshake_timeout` bounds the handshake, and for the
-/// `connect` forms the TCP connection and TLS too) and, for drivers that
-/// make the connection themselves, its TLS setting `T`.
+/// `connect` forms the TCP connection, the proxy and TLS too), the TLS
+/// [`Connector`] for `wss://`, the proxy, and how many redirects `connect`
+/// follows.
 ///
-/// The blocking driver has no TLS and takes `ClientOptions<()>`:
-/// finish with [`client`](Self::client) or [`connect`](Self::connect). The
-/// tokio adapter's `client_async_with` and `connect_async_with` take the
-/// options with a `tokio_lockgate::Connector` set by
-/// [`tls`](Self::tls), or without. [`client`](crate::client) and
-/// [`connect`](crate::connect) are shortcuts for the defaults.
+/// Finish with [`client`](Self::client) (over a stream you connected) or
+/// [`connect`](Self::connect) (the whole dial); tokio-lockgate's
+/// `client_async_with` and `connect_async_with` take the same options.
+/// [`client`](crate::client()) and [`connect`](crate::connect()) are
+/// shortcuts for the defaults.
 ///
 /// # Examples
 ///
@@ -105,12 +106,28 @@ impl<C: Callback> ServerOptions<C> {
 /// # drop((ws, response));
 /// # Ok::<(), lockgate::Error>(())
 /// ```
-#[derive(Debug, Clone, Default)]
-pub struct ClientOptions<T = ()> {
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
     config: Config,
-    tls: T,
+    connector: Option<Connector>,
     proxy: ProxySetting,
+    max_redirects: u8,
 }
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            config: Config::default(),
+            connector: None,
+            proxy: ProxySetting::default(),
+            max_redirects: DEFAULT_MAX_REDIRECTS,
+        }
+    }
+}
+
+/// How many redirects `connect` follows unless told otherwise
+/// (tungstenite's number).
+const DEFAULT_MAX_REDIRECTS: u8 = 3;
 
 /// Which proxy [`ClientOptions`] connect through.
 #[derive(Debug, Clone, Default)]
@@ -180,7 +197,7 @@ impl ClientOptions {
     }
 }
 
-impl<T> ClientOptions<T> {
+impl ClientOptions {
     /// The connection's settings, and the handshake's deadline
     /// ([`Config::handshake_timeout`]). Default: [`Config::default`].
     pub fn config(mut self, config: Config) -> Self {
@@ -188,14 +205,30 @@ impl<T> ClientOptions<T> {
         self
     }
 
-    /// How a driver that makes the connection secures it: for tokio-lockgate,
-    /// a `Connector`. lockgate itself has no TLS and ignores it.
-    pub fn tls<U>(self, tls: U) -> ClientOptions<U> {
-        ClientOptions {
-            config: self.config,
-            tls,
-            proxy: self.proxy,
-        }
+    /// How `wss://` connections are secured (both drivers'
+    /// `connect`). Default: the [`Connector::for_wss`] of the enabled TLS
+    /// features. A `ws://` URL stays plain whatever the connector.
+    pub fn tls(mut self, connector: Connector) -> Self {
+        self.connector = Some(connector);
+        self
+    }
+
+    /// How many redirects (`3xx` with `Location`) the blocking `connect`
+    /// follows before it reports the redirect as [`Error::Http`](crate::Error::Http).
+    /// Default: 3.
+    pub fn max_redirects(mut self, max_redirects: u8) -> Self {
+        self.max_redirects = max_redirects;
+        self
+    }
+
+    /// See [`ClientOptions::max_redirects`].
+    pub fn get_max_redirects(&self) -> u8 {
+        self.max_redirects
+    }
+
+    /// See [`ClientOptions::tls`].
+    pub fn get_connector(&self) -> Option<&Connector> {
+        self.connector.as_ref()
     }
 
     /// Connects through the HTTP proxy `proxy` (CONNECT, RFC 9110 section
@@ -257,18 +290,6 @@ impl<T> ClientOptions<T> {
         &self.config
     }
 
-    /// The TLS setting, taken out; the rest stays.
-    pub fn split_tls(self) -> (ClientOptions, T) {
-        (
-            ClientOptions {
-                config: self.config,
-                tls: (),
-                proxy: self.proxy,
-            },
-            self.tls,
-        )
-    }
-
     /// The sans-IO client handshake for `request` these options describe,
     /// its deadline counted from `now`, for a driver of your own. It offers
     /// permessage-deflate when the config has a deflate setting.
@@ -276,13 +297,13 @@ impl<T> ClientOptions<T> {
     /// # Errors
     ///
     /// [`Error::Url`](crate::Error::Url) as for
-    /// [`ClientHandshake::new`].
+    /// [`ClientUpgrade::new`].
     pub fn handshake(
         self,
         request: impl IntoClientRequest,
         now: Instant,
-    ) -> Result<HandshakeDriver<ClientHandshake>> {
-        let handshake = ClientHandshake::with_deflate(request, self.config.deflate)?;
+    ) -> Result<HandshakeDriver<ClientUpgrade>> {
+        let handshake = ClientUpgrade::with_deflate(request, self.config.deflate)?;
         Ok(HandshakeDriver::client(handshake, self.config, now))
     }
 }

@@ -112,7 +112,8 @@ pub struct WebSocketContext {
     /// message that queued a pong, or the error that failed the
     /// connection. Boxed: rare, and idle connections many.
     pub(super) delivered: Option<Box<Result<Message>>>,
-    /// The deadline the connection waits on, and what it means.
+    /// The deadline the connection waits on; `timer` says what it means
+    /// and counts the keepalive pings sent, whose pongs a read consumes.
     pub(super) deadline: Option<Instant>,
     pub(super) timer: Timer,
     /// A keepalive ping is due.
@@ -149,14 +150,16 @@ impl WebSocketContext {
     }
 
     /// A context for a connection whose opening handshake is done, without
-    /// permessage-deflate.
-    pub fn new(role: Role, config: Config) -> Self {
-        Self::with_deflate(role, config, None)
+    /// permessage-deflate. `config` is a [`Config`], or tungstenite's
+    /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) or
+    /// `Option<WebSocketConfig>` (`None`: the defaults).
+    pub fn new(role: Role, config: impl Into<Config>) -> Self {
+        Self::with_deflate(role, config.into(), None)
     }
 
     /// A context for a connection whose handshake negotiated `deflate`
-    /// (from [`ClientHandshakeDone`](crate::handshake::ClientHandshakeDone),
-    /// [`ServerHandshakeDone`](crate::handshake::ServerHandshakeDone) or
+    /// (from [`ClientUpgradeDone`](crate::handshake::ClientUpgradeDone),
+    /// [`ServerUpgradeDone`](crate::handshake::ServerUpgradeDone) or
     /// [`upgrade_response_with_deflate`](crate::handshake::upgrade_response_with_deflate)).
     /// Compression level and minimum size come from
     /// [`Config::deflate`], or its defaults. Without the `deflate` feature,

@@ -17,7 +17,8 @@ use crate::proto::state::State;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Operation {
     /// `read`: the next message. Owed pongs and close replies go out on the
-    /// way; keepalive and close deadlines apply while it waits.
+    /// way; keepalive and close deadlines apply while it waits, and the
+    /// pong to a keepalive ping is consumed on the way, never returned.
     #[default]
     Read,
     /// What `write`, `flush` and `close` owe: the out buffer written out

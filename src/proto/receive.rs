@@ -22,7 +22,10 @@ impl WebSocketContext {
     /// drained first).
     ///
     /// Pings queue a pong and closes queue the reply; both are handed to
-    /// the caller too.
+    /// the caller too. Pongs are handed over, except one that answers the
+    /// context's own keepalive ping: the caller never sent that ping, so
+    /// its pong is consumed here (it still counts as hearing from the
+    /// peer). The rules for telling the two apart are in `timers.rs`.
     ///
     /// # Errors
     ///
@@ -93,7 +96,7 @@ impl WebSocketContext {
                 self.finish_fragment(header.fin)?
             } else {
                 let payload = frame.take();
-                Some(self.on_frame(header, payload)?)
+                self.on_frame(header, payload)?
             };
             if let Some(msg) = msg {
                 return Ok(Some(msg));
@@ -141,8 +144,9 @@ impl WebSocketContext {
             .map(Some)
     }
 
-    /// A control frame, or a data message in one uncompressed frame.
-    fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Message> {
+    /// A control frame, or a data message in one uncompressed frame; `None`
+    /// for a frame the caller is not to see (the pong to a keepalive ping).
+    fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Option<Message>> {
         let msg = match header.opcode {
             OpCode::Text | OpCode::Binary => {
                 debug_assert!(header.fin, "a first fragment opens `fragments`");
@@ -157,6 +161,9 @@ impl WebSocketContext {
                 }
                 Message::Ping(payload)
             }
+            // Housekeeping the caller never asked for; its bytes already
+            // marked the peer as heard from, which is all keepalive needs.
+            OpCode::Pong if self.answers_keepalive(&payload) => return Ok(None),
             OpCode::Pong => Message::Pong(payload),
             OpCode::Close => {
                 let frame = parse_close(payload)?;
@@ -172,7 +179,7 @@ impl WebSocketContext {
                 Message::Close(frame)
             }
         };
-        Ok(msg)
+        Ok(Some(msg))
     }
 
     fn complete(&mut self, opcode: OpCode, payload: Bytes) -> Result<Message> {

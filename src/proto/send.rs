@@ -200,6 +200,12 @@ impl WebSocketContext {
         Ok(())
     }
 
+    /// Whether messages can still be written: not once a close frame was
+    /// sent or received.
+    pub fn can_write(&self) -> bool {
+        self.state == State::Active
+    }
+
     /// Whether a data or control message of `len` bytes may be sent now.
     #[inline]
     fn check_sendable(&self, opcode: OpCode, len: usize) -> Result<()> {
@@ -291,7 +297,8 @@ impl WebSocketContext {
             self.pending_pong = None;
         }
         if std::mem::take(&mut self.pending_ping) && self.state == State::Active {
-            self.push_frame(OpCode::Ping, Bytes::new());
+            let payload = self.next_keepalive_payload();
+            self.push_frame(OpCode::Ping, payload);
             self.flush_owed = true;
         }
         if !self.flush_owed {

@@ -6,21 +6,81 @@
 //! heard from, and when the deadline passes a heard-from connection is
 //! simply given another interval. A silent peer is therefore pinged
 //! between one and two intervals after it went quiet.
+//!
+//! # Keepalive pongs
+//!
+//! The application never asked for a keepalive ping, so it is not handed
+//! the pong that answers one. tokio-tungstenite sends no pings of its own,
+//! so every pong it hands over was asked for or volunteered by the peer,
+//! and ported code relies on that: a chat server that relayed every
+//! `Pong` as a message sent each client an empty message 20 s after a peer
+//! went idle. The decision is made on the payload, which RFC 6455 section
+//! 5.5.3 makes the pong echo: "A Pong frame sent in response to a Ping
+//! frame must have identical 'Application data' as found in the message
+//! body of the Ping frame being replied to." Keepalive ping number `n`
+//! (counted per connection from 1, saturating at 255) carries
+//! `lockgate keepalive nnn` (three decimal digits, 22 bytes: not empty, as
+//! applications' own pings often are, and readable in a capture), and a
+//! pong is consumed exactly when its payload is one of those this
+//! connection has sent, that is a number from 1 to the count. Only the
+//! count is kept, in a byte that was padding; no payload is stored.
+//!
+//! - The pong to the keepalive ping: consumed. It still counts as hearing
+//!   from the peer, so it satisfies the keepalive like any other bytes.
+//! - The same pong again, or a pong to an earlier keepalive ping arriving
+//!   after a newer one went out (a stalled peer answering a backlog), or
+//!   when no keepalive ping is outstanding any more: consumed too. Its
+//!   payload is one only our keepalive put on the wire, so it answers a
+//!   ping the application never sent, however late or often (a ported
+//!   peer that pongs every ping by hand on top of the automatic pong sends
+//!   two); handing it over is the reported bug, just rarer.
+//! - A peer that answers only the latest of several pings (which section
+//!   5.5.3 allows): if that is a keepalive ping, its pong is consumed and
+//!   the application's earlier ping gets none, as with any such peer; if it
+//!   is the application's ping, its pong is returned and the keepalive is
+//!   satisfied all the same, since any bytes from the peer count.
+//! - The pong to the application's own ping, and an unsolicited pong
+//!   (section 5.5.3: "A Pong frame MAY be sent unsolicited. This serves as
+//!   a unidirectional heartbeat."): returned, as is a pong that merely
+//!   looks like ours (a number never sent, a malformed one).
+//!
+//! The one pong that is consumed although the application asked for it is
+//! the answer to an application ping whose payload is itself one of ours
+//! (a proxy forwarding another lockgate's keepalive pings verbatim, say).
+//! The payload format is therefore reserved; such a forwarded ping was
+//! already answered on the connection it came from.
 
 use std::time::Instant;
+
+use bytes::Bytes;
 
 use crate::error::{Error, TimeoutKind};
 use crate::proto::context::WebSocketContext;
 use crate::proto::state::State;
 
 /// What the connection's one deadline (`WebSocketContext::deadline`,
-/// kept apart so the two bytes here pack with the context's flags) means.
+/// kept apart so the three bytes here pack with the context's flags)
+/// means, and how many keepalive pings went out.
 #[derive(Debug, Default)]
 pub(crate) struct Timer {
     phase: Phase,
     /// Bytes arrived since the deadline was set.
     pub(super) heard: bool,
+    /// Keepalive pings sent, saturating at 255: keepalive ping `n` carries
+    /// [`keepalive_payload`]`(n)`, so the payloads this connection sent are
+    /// those of `1..=pings` (see the module docs). Saturating rather than
+    /// wrapping keeps that exact: past 255 every ping carries 255.
+    pings: u8,
 }
+
+/// The fixed start of a keepalive ping's payload.
+const KEEPALIVE_TAG: &[u8] = b"lockgate keepalive ";
+
+/// The length of a keepalive ping's payload: the tag and three digits.
+const KEEPALIVE_LEN: usize = KEEPALIVE_TAG.len() + 3;
+
+// A control frame's payload is at most 125 bytes (RFC 6455 section 5.5).
+const _: () = assert!(KEEPALIVE_LEN <= crate::proto::context::MAX_CONTROL_PAYLOAD);
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -112,6 +172,41 @@ impl WebSocketContext {
         self.timer.heard = false;
         self.deadline = self.config.get_ping_interval().map(|i| now + i);
     }
+
+    /// The payload of the keepalive ping being encoded now, counting it as
+    /// sent. Counted here rather than when the ping falls due, so a ping
+    /// that never goes out (the connection closed first) is not counted.
+    pub(super) fn next_keepalive_payload(&mut self) -> Bytes {
+        self.timer.pings = self.timer.pings.saturating_add(1);
+        Bytes::copy_from_slice(&keepalive_payload(self.timer.pings))
+    }
+
+    /// Whether a pong with this payload echoes a keepalive ping this
+    /// connection sent, and is to be consumed rather than returned (see
+    /// the module docs for why each case is decided so).
+    pub(super) fn answers_keepalive(&self, payload: &[u8]) -> bool {
+        keepalive_number(payload).is_some_and(|n| (1..=self.timer.pings).contains(&n))
+    }
+}
+
+/// The payload of keepalive ping number `n`: `lockgate keepalive nnn`.
+fn keepalive_payload(n: u8) -> [u8; KEEPALIVE_LEN] {
+    let mut payload = [0; KEEPALIVE_LEN];
+    let (tag, digits) = payload.split_at_mut(KEEPALIVE_TAG.len());
+    tag.copy_from_slice(KEEPALIVE_TAG);
+    digits.copy_from_slice(&[b'0' + n / 100, b'0' + n / 10 % 10, b'0' + n % 10]);
+    payload
+}
+
+/// The number of a payload written by [`keepalive_payload`], if it is one
+/// (exactly: the tag, then three decimal digits of a number up to 255).
+fn keepalive_number(payload: &[u8]) -> Option<u8> {
+    let &[a, b, c] = payload.strip_prefix(KEEPALIVE_TAG)? else {
+        return None;
+    };
+    let digit = |d: u8| d.is_ascii_digit().then(|| u16::from(d - b'0'));
+    let n = digit(a)? * 100 + digit(b)? * 10 + digit(c)?;
+    u8::try_from(n).ok()
 }
 
 #[cfg(test)]
@@ -120,6 +215,8 @@ mod tests {
 
     use super::*;
     use crate::config::{Config, Role};
+    use crate::frame::{FrameHeader, HeaderParse, OpCode, apply_mask};
+    use crate::message::Message;
     use crate::proto::drive::{Next, Operation};
     use bytes::Buf;
 
@@ -132,20 +229,65 @@ mod tests {
         WebSocketContext::new(Role::Client, config)
     }
 
-    /// Writes out and flushes what is owed, as a driver would; the first
-    /// opcode of each write.
-    fn drain_opcodes(ctx: &mut WebSocketContext) -> Vec<u8> {
-        let mut opcodes = Vec::new();
+    /// Writes out and flushes what is owed, as a driver would; the frames
+    /// written, unmasked.
+    fn drain_frames(ctx: &mut WebSocketContext) -> Vec<(OpCode, Vec<u8>)> {
+        let mut wire = Vec::new();
         ctx.flush();
         loop {
             match ctx.poll(Operation::Write) {
                 Ok(Next::Transmit) => {
                     let mut out = ctx.output();
-                    let bytes = out.copy_to_bytes(out.remaining());
-                    opcodes.push(bytes[0] & 0x0f);
+                    wire.extend_from_slice(&out.copy_to_bytes(out.remaining()));
                 }
                 Ok(Next::Flush) => ctx.flushed(),
-                _ => return opcodes,
+                _ => break,
+            }
+        }
+        let mut frames = Vec::new();
+        let mut rest = &wire[..];
+        while !rest.is_empty() {
+            let Ok(HeaderParse::Complete(header, head_len)) = FrameHeader::parse(rest) else {
+                panic!("a frame cut short: {rest:?}");
+            };
+            let end = head_len + header.payload_len as usize;
+            let mut payload = rest[head_len..end].to_vec();
+            if let Some(mask) = header.mask {
+                apply_mask(&mut payload, mask);
+            }
+            frames.push((header.opcode, payload));
+            rest = &rest[end..];
+        }
+        frames
+    }
+
+    /// The opcode of each frame [`drain_frames`] writes out.
+    fn drain_opcodes(ctx: &mut WebSocketContext) -> Vec<u8> {
+        let frames = drain_frames(ctx);
+        frames.iter().map(|(opcode, _)| opcode.as_u8()).collect()
+    }
+
+    /// A frame from a server (unmasked), as a client context receives it.
+    fn server_frame(opcode: OpCode, payload: &[u8]) -> Vec<u8> {
+        assert!(payload.len() <= 125, "a short frame");
+        let mut frame = vec![0x80 | opcode.as_u8(), payload.len() as u8];
+        frame.extend_from_slice(payload);
+        frame
+    }
+
+    /// What the next read hands over from what was fed: a message, or
+    /// `None` if it needs more bytes.
+    fn read(ctx: &mut WebSocketContext) -> Option<Message> {
+        loop {
+            match ctx.poll(Operation::Read).unwrap() {
+                Next::Message(msg) => return Some(msg),
+                Next::Receive => return None,
+                Next::Transmit => {
+                    let mut out = ctx.output();
+                    out.advance(out.remaining());
+                }
+                Next::Flush => ctx.flushed(),
+                other => panic!("{other:?}"),
             }
         }
     }
@@ -180,26 +322,244 @@ mod tests {
     }
 
     #[test]
-    fn a_peer_that_answers_stays_connected() {
+    fn a_peer_that_answers_stays_connected_and_its_pongs_are_consumed() {
         let t0 = Instant::now();
         let mut ctx = keepalive(1, 1);
         let _ = ctx.waiting(t0);
+        let mut pings = 0;
         for second in 1..=20u32 {
             let now = t0 + SECOND * second;
             ctx.handle_timeout(now);
-            let sent = drain_opcodes(&mut ctx);
-            if !sent.is_empty() {
-                assert_eq!(sent, vec![0x9]);
-                // The pong arrives.
-                ctx.feed(&[0x8a, 0x00]);
-                assert!(matches!(
-                    ctx.poll(Operation::Read).unwrap(),
-                    Next::Message(crate::Message::Pong(_))
-                ));
+            for (opcode, payload) in drain_frames(&mut ctx) {
+                assert_eq!(opcode, OpCode::Ping);
+                pings += 1;
+                // The pong arrives, and the read sees nothing.
+                ctx.feed(&server_frame(OpCode::Pong, &payload));
+                assert_eq!(read(&mut ctx), None, "at {second} s");
             }
             assert!(ctx.waiting(now).is_some_and(|d| d > now));
         }
+        // A ping every other second: one interval quiet, then the pong
+        // satisfies the timeout and the next interval starts.
+        assert_eq!(pings, 10);
         assert!(!ctx.is_terminated());
+    }
+
+    /// A client context that has sent `pings` keepalive pings, by the
+    /// real path: each interval passes with the peer silent.
+    fn after_keepalive_pings(pings: u32) -> WebSocketContext {
+        let t0 = Instant::now();
+        let config = Config::default()
+            .ping_interval(Some(SECOND))
+            .ping_timeout(None);
+        let mut ctx = WebSocketContext::new(Role::Client, config);
+        let _ = ctx.waiting(t0);
+        for n in 1..=pings {
+            ctx.handle_timeout(t0 + SECOND * n);
+            assert_eq!(drain_opcodes(&mut ctx), [OpCode::Ping.as_u8()]);
+        }
+        ctx
+    }
+
+    #[test]
+    fn each_keepalive_ping_carries_its_number() {
+        let mut ctx = after_keepalive_pings(0);
+        let now = Instant::now();
+        let _ = ctx.waiting(now);
+        let mut payloads = Vec::new();
+        for n in 1..=3 {
+            ctx.handle_timeout(now + SECOND * n);
+            payloads.extend(drain_frames(&mut ctx).into_iter().map(|(_, p)| p));
+        }
+        let expected: [&[u8]; 3] = [
+            b"lockgate keepalive 001",
+            b"lockgate keepalive 002",
+            b"lockgate keepalive 003",
+        ];
+        assert_eq!(payloads, expected);
+        // Past 255 the count saturates, so "sent" stays exact.
+        ctx.timer.pings = 254;
+        for n in 4..=6 {
+            ctx.handle_timeout(now + SECOND * n);
+            let frames = drain_frames(&mut ctx);
+            assert_eq!(frames[0].1, b"lockgate keepalive 255");
+        }
+    }
+
+    #[test]
+    fn keepalive_numbers_are_read_exactly() {
+        let cases: [(&[u8], Option<u8>); 10] = [
+            (b"lockgate keepalive 001", Some(1)),
+            (b"lockgate keepalive 042", Some(42)),
+            (b"lockgate keepalive 255", Some(255)),
+            (b"lockgate keepalive 000", Some(0)),
+            (b"lockgate keepalive 256", None),
+            (b"lockgate keepalive 01", None),
+            (b"lockgate keepalive 0001", None),
+            (b"lockgate keepalive +01", None),
+            (b"lockgate keepalive  01", None),
+            (b"Lockgate keepalive 001", None),
+        ];
+        for (payload, number) in cases {
+            let name = String::from_utf8_lossy(payload);
+            assert_eq!(keepalive_number(payload), number, "{name}");
+            if let Some(n) = number {
+                assert_eq!(keepalive_payload(n), payload, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn which_pongs_a_read_consumes() {
+        struct Case {
+            name: &'static str,
+            /// Keepalive pings sent before the pongs arrive.
+            pings: u32,
+            /// The pongs' payloads, in order of arrival.
+            pongs: &'static [&'static [u8]],
+            /// The payloads of the pongs the read returns.
+            returned: &'static [&'static [u8]],
+        }
+        let cases = [
+            Case {
+                name: "the pong to the keepalive ping",
+                pings: 1,
+                pongs: &[b"lockgate keepalive 001"],
+                returned: &[],
+            },
+            Case {
+                name: "the same pong twice (a peer that also pongs by hand)",
+                pings: 1,
+                pongs: &[b"lockgate keepalive 001", b"lockgate keepalive 001"],
+                returned: &[],
+            },
+            Case {
+                name: "a backlog answered in full after a stall",
+                pings: 3,
+                pongs: &[
+                    b"lockgate keepalive 001",
+                    b"lockgate keepalive 002",
+                    b"lockgate keepalive 003",
+                ],
+                returned: &[],
+            },
+            Case {
+                name: "a backlog answered by its latest ping only",
+                pings: 3,
+                pongs: &[b"lockgate keepalive 003"],
+                returned: &[],
+            },
+            Case {
+                name: "every number once the count saturated",
+                pings: 300,
+                pongs: &[b"lockgate keepalive 001", b"lockgate keepalive 255"],
+                returned: &[],
+            },
+            Case {
+                name: "unsolicited heartbeats, empty or not",
+                pings: 1,
+                pongs: &[b"", b"heartbeat"],
+                returned: &[b"", b"heartbeat"],
+            },
+            Case {
+                name: "ours and not ours interleaved",
+                pings: 2,
+                pongs: &[b"app", b"lockgate keepalive 002", b""],
+                returned: &[b"app", b""],
+            },
+            Case {
+                name: "our payload before any keepalive ping went out",
+                pings: 0,
+                pongs: &[b"lockgate keepalive 001"],
+                returned: &[b"lockgate keepalive 001"],
+            },
+            Case {
+                name: "a number this connection never sent",
+                pings: 2,
+                pongs: &[b"lockgate keepalive 003", b"lockgate keepalive 000"],
+                returned: &[b"lockgate keepalive 003", b"lockgate keepalive 000"],
+            },
+            Case {
+                name: "our tag without a well-formed number",
+                pings: 2,
+                pongs: &[b"lockgate keepalive ", b"lockgate keepalive 1"],
+                returned: &[b"lockgate keepalive ", b"lockgate keepalive 1"],
+            },
+        ];
+        for case in cases {
+            let name = case.name;
+            let mut ctx = after_keepalive_pings(case.pings);
+            for pong in case.pongs {
+                ctx.feed(&server_frame(OpCode::Pong, pong));
+            }
+            let mut returned = Vec::new();
+            while let Some(msg) = read(&mut ctx) {
+                match msg {
+                    Message::Pong(payload) => returned.push(payload),
+                    other => panic!("{name}: {other:?}"),
+                }
+            }
+            assert_eq!(returned, case.returned, "{name}");
+            assert_eq!(ctx.buffered_input(), 0, "{name}: all read");
+            assert!(!ctx.is_terminated(), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_application_ping_while_a_keepalive_ping_is_out() {
+        let t0 = Instant::now();
+        let mut ctx = keepalive(1, 1);
+        let _ = ctx.waiting(t0);
+        ctx.handle_timeout(t0 + SECOND);
+        let keepalive_ping = drain_frames(&mut ctx).remove(0).1;
+        ctx.write(Message::Ping(Bytes::from_static(b"app")))
+            .unwrap();
+        assert_eq!(drain_frames(&mut ctx), [(OpCode::Ping, b"app".to_vec())]);
+
+        // The peer answers only the latest ping, the application's: that
+        // pong is returned, and it satisfies the keepalive.
+        ctx.feed(&server_frame(OpCode::Pong, b"app"));
+        assert_eq!(read(&mut ctx), Some(Message::Pong("app".into())));
+        ctx.handle_timeout(t0 + 2 * SECOND);
+        assert!(drain_frames(&mut ctx).is_empty(), "no failure, no ping");
+        assert_eq!(ctx.waiting(t0 + 2 * SECOND), Some(t0 + 3 * SECOND));
+
+        // The keepalive ping's pong, late, when no keepalive ping is out:
+        // consumed, and the peer counts as heard from again.
+        ctx.feed(&server_frame(OpCode::Pong, &keepalive_ping));
+        assert_eq!(read(&mut ctx), None);
+        ctx.handle_timeout(t0 + 3 * SECOND);
+        assert!(drain_frames(&mut ctx).is_empty(), "heard from: no ping");
+
+        // The application pings, a keepalive ping follows, and the peer
+        // answers only that one: consumed, and the application gets no
+        // pong, as from any peer that answers only the latest ping.
+        ctx.write(Message::Ping(Bytes::from_static(b"app 2")))
+            .unwrap();
+        let _ = drain_frames(&mut ctx);
+        ctx.handle_timeout(t0 + 4 * SECOND);
+        let (opcode, second) = drain_frames(&mut ctx).remove(0);
+        assert_eq!(
+            (opcode, &second[..]),
+            (OpCode::Ping, &b"lockgate keepalive 002"[..])
+        );
+        ctx.feed(&server_frame(OpCode::Pong, &second));
+        assert_eq!(read(&mut ctx), None);
+        ctx.handle_timeout(t0 + 5 * SECOND);
+        assert!(drain_frames(&mut ctx).is_empty(), "answered: no failure");
+        assert!(!ctx.is_terminated());
+    }
+
+    #[test]
+    fn a_keepalive_pong_between_fragments_leaves_the_message_whole() {
+        let mut ctx = after_keepalive_pings(1);
+        let mut first = server_frame(OpCode::Text, b"hel");
+        first[0] &= 0x7f; // not the last fragment
+        ctx.feed(&first);
+        ctx.feed(&server_frame(OpCode::Pong, b"lockgate keepalive 001"));
+        assert_eq!(read(&mut ctx), None);
+        ctx.feed(&server_frame(OpCode::Continuation, b"lo"));
+        assert_eq!(read(&mut ctx), Some(Message::text("hello")));
     }
 
     #[test]

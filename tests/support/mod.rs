@@ -1,7 +1,8 @@
 //! Shared test support: a scripted, fault-injecting, counting mock stream,
 //! an in-memory client/server pipe, frame builders/parsers, a raw TCP peer
 //! for tests over real sockets, handshake peers that misbehave over real
-//! sockets, and a counting allocator for cost tests.
+//! sockets, a counting allocator for cost tests, and the examples run as
+//! processes (`programs`).
 //!
 //! Each integration test file uses `mod support;`; not every file uses every
 //! helper.
@@ -9,6 +10,8 @@
 
 mod counting_alloc;
 mod handshake_peers;
+#[cfg(unix)]
+pub mod programs;
 mod raw_peer;
 pub mod tinyproxy;
 

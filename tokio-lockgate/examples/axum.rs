@@ -14,6 +14,7 @@
 //! connection to it (after loading `/`) opens the WebSocket on it.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::RawQuery;
@@ -133,7 +134,8 @@ async fn main() -> std::io::Result<()> {
         println!(
             "listening on http://{local}/ (WebSocket echo at ws://{local}/ws, HTTP/1.1 and h2c)"
         );
-        // axum::serve speaks HTTP/1.1 and h2c and enables extended CONNECT.
+        // axum::serve speaks HTTP/1.1 and h2c and enables extended CONNECT;
+        // it waits a second after a failed accept.
         return axum::serve(listener, app).await;
     }
 
@@ -142,8 +144,20 @@ async fn main() -> std::io::Result<()> {
     println!(
         "listening on https://{local}/ (WebSocket echo at wss://{local}/ws, ALPN h2 and http/1.1)"
     );
+    let mut backoff = AcceptBackoff::default();
     loop {
-        let (tcp, peer) = listener.accept().await?;
+        let (tcp, peer) = match listener.accept().await {
+            Ok(accepted) => {
+                backoff.succeeded();
+                accepted
+            }
+            Err(err) => {
+                // Out of file descriptors, for one: wait for connections to
+                // close instead of spinning on the error.
+                tokio::time::sleep(backoff.failed(&err)).await;
+                continue;
+            }
+        };
         let acceptor = acceptor.clone();
         let service = TowerToHyperService::new(app.clone());
         tokio::spawn(async move {
@@ -178,4 +192,45 @@ fn self_signed_tls(ip: String) -> std::io::Result<(TlsAcceptor, String)> {
         .map_err(std::io::Error::other)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok((TlsAcceptor::from(Arc::new(config)), certified.cert.pem()))
+}
+
+/// The wait after a failed `accept`. Out of file descriptors (EMFILE), every
+/// `accept` fails until a connection closes: retrying at once would spin a
+/// core and flood the log. The wait doubles from 5 ms to 1 s and an accepted
+/// connection resets it; failures are reported at most once a second, with
+/// a count.
+#[derive(Default)]
+struct AcceptBackoff {
+    delay: Duration,
+    unreported: u64,
+    last_report: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+    const REPORT_EVERY: Duration = Duration::from_secs(1);
+
+    /// Counts a failure, reports it unless the last report is recent, and
+    /// returns how long to wait before the next `accept`.
+    fn failed(&mut self, err: &std::io::Error) -> Duration {
+        self.unreported += 1;
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        if self
+            .last_report
+            .is_none_or(|at| at.elapsed() >= Self::REPORT_EVERY)
+        {
+            eprintln!(
+                "accept failed: {err} ({} failure(s) since the last report; next try in {:?})",
+                self.unreported, self.delay
+            );
+            self.unreported = 0;
+            self.last_report = Some(Instant::now());
+        }
+        self.delay
+    }
+
+    fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
+    }
 }

@@ -7,7 +7,8 @@
 //! curl http://127.0.0.1:9003/                                       # plain HTTP
 //! ```
 //!
-//! Then connect any WebSocket client to `ws://127.0.0.1:9003/ws`.
+//! Then connect any WebSocket client to `ws://127.0.0.1:9003/ws`, say
+//! `cargo run -p tokio-lockgate --example tokio-client -- ws://127.0.0.1:9003/ws`.
 //!
 //! hyper owns the HTTP connection: it parses the request and writes the
 //! `101 Switching Protocols` response. The upgrade request is checked
@@ -18,6 +19,7 @@
 //! there.
 
 use std::convert::Infallible;
+use std::time::{Duration, Instant};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -39,12 +41,19 @@ async fn main() -> std::io::Result<()> {
     let listener = TcpListener::bind(&addr).await?;
     let local = listener.local_addr()?;
     println!("hyper-upgrade listening on http://{local}/ (WebSocket echo at ws://{local}/ws)");
+    println!("try: cargo run -p tokio-lockgate --example tokio-client -- ws://{local}/ws");
 
+    let mut backoff = AcceptBackoff::default();
     loop {
         let (tcp, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
+            Ok(accepted) => {
+                backoff.succeeded();
+                accepted
+            }
             Err(err) => {
-                eprintln!("accept failed: {err}");
+                // Out of file descriptors, for one: wait for connections to
+                // close instead of spinning on the error.
+                tokio::time::sleep(backoff.failed(&err)).await;
                 continue;
             }
         };
@@ -95,7 +104,8 @@ fn upgrade(mut request: Request<Incoming>) -> Response<Full<Bytes>> {
             TokioIo::new(upgraded),
             Role::Server,
             Config::default(),
-        );
+        )
+        .await;
         match echo(ws).await {
             Ok(echoed) => println!("WebSocket closed after echoing {echoed} message(s)"),
             Err(err) => println!("WebSocket dropped: {err}"),
@@ -137,4 +147,45 @@ fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
+}
+
+/// The wait after a failed `accept`. Out of file descriptors (EMFILE), every
+/// `accept` fails until a connection closes: retrying at once would spin a
+/// core and flood the log. The wait doubles from 5 ms to 1 s and an accepted
+/// connection resets it; failures are reported at most once a second, with
+/// a count.
+#[derive(Default)]
+struct AcceptBackoff {
+    delay: Duration,
+    unreported: u64,
+    last_report: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+    const REPORT_EVERY: Duration = Duration::from_secs(1);
+
+    /// Counts a failure, reports it unless the last report is recent, and
+    /// returns how long to wait before the next `accept`.
+    fn failed(&mut self, err: &std::io::Error) -> Duration {
+        self.unreported += 1;
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        if self
+            .last_report
+            .is_none_or(|at| at.elapsed() >= Self::REPORT_EVERY)
+        {
+            eprintln!(
+                "accept failed: {err} ({} failure(s) since the last report; next try in {:?})",
+                self.unreported, self.delay
+            );
+            self.unreported = 0;
+            self.last_report = Some(Instant::now());
+        }
+        self.delay
+    }
+
+    fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
+    }
 }

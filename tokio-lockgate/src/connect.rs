@@ -3,20 +3,30 @@
 //!
 //! The loop only moves bytes and waits: each read or write races the
 //! handshake deadline (one timer), and when the deadline wins the driver
-//! is told so. `connect_async` fits the TCP connection and TLS in the same
-//! deadline.
+//! is told so. `connect_async` fits the TCP connection, a proxy's tunnel
+//! and TLS in the same deadline.
+//!
+//! Each function has tokio-tungstenite's name and signature; the `_with`
+//! forms take lockgate's [`ServerOptions`] / [`ClientOptions`], which hold
+//! everything the others spell as arguments (config, callback, connector,
+//! proxy).
+//!
+//! [`HandshakeDriver`]: lockgate::handshake::HandshakeDriver
 
 use std::future::Future;
 use std::io;
 use std::time::Instant;
 
+use lockgate::handshake::client::Response;
 use lockgate::handshake::{Callback, Exchange, IntoClientRequest, Step};
-use lockgate::{ClientOptions, Error, Result, ServerOptions, TimeoutKind, http};
+use lockgate::protocol::WebSocketConfig;
+use lockgate::stream::Mode;
+use lockgate::{ClientOptions, Connector, Error, Result, ServerOptions, TimeoutKind};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::stream::WebSocketStream;
-use crate::tls::{Connector, MaybeTlsStream, wrap_stream};
+use crate::tls::{MaybeTlsStream, wrap_stream};
 
 /// How much one handshake read asks for.
 const HANDSHAKE_READ: usize = 4096;
@@ -24,13 +34,33 @@ const HANDSHAKE_READ: usize = 4096;
 /// Accepts a WebSocket upgrade on `stream` with the default
 /// [`Config`](lockgate::Config) (within its 30 s handshake deadline).
 ///
-/// Use [`accept_async_with`] for another config.
-///
 /// # Errors
 ///
-/// [`Error::Handshake`] for a bad request (the matching HTTP error response
-/// was written), [`Error::Timeout`] if the request did not arrive in time,
-/// [`Error::Io`].
+/// [`Error::Handshake`] or [`Error::Protocol`] for a bad request (the
+/// matching HTTP error response was written), [`Error::Timeout`] if the
+/// request did not arrive in time, [`Error::Io`].
+///
+/// # Examples
+///
+/// ```no_run
+/// use tokio::net::TcpListener;
+/// use tokio_lockgate::accept_async;
+///
+/// # async fn serve() -> tokio_lockgate::Result<()> {
+/// let listener = TcpListener::bind("127.0.0.1:9001").await?;
+/// loop {
+///     let (tcp, _) = listener.accept().await?;
+///     tokio::spawn(async move {
+///         let Ok(mut ws) = accept_async(tcp).await else { return };
+///         while let Ok(msg) = ws.read().await {
+///             if msg.is_data() && ws.send(msg).await.is_err() {
+///                 break;
+///             }
+///         }
+///     });
+/// }
+/// # }
+/// ```
 pub async fn accept_async<S>(stream: S) -> Result<WebSocketStream<S>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -38,21 +68,54 @@ where
     accept_async_with(stream, ServerOptions::new()).await
 }
 
-/// Accepts an upgrade, letting `callback` inspect the request and shape or
-/// refuse the response (subprotocols, extra headers, origin checks).
-///
-/// Use [`accept_async_with`] for another config.
+/// [`accept_async`] with a configuration (`None`: the defaults).
 ///
 /// # Errors
 ///
-/// As for [`accept_async`]; a refusal is [`Error::Http`](crate::Error::Http),
-/// after the callback's response was written.
+/// As for [`accept_async`].
+pub async fn accept_async_with_config<S>(
+    stream: S,
+    config: Option<WebSocketConfig>,
+) -> Result<WebSocketStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    accept_async_with(stream, ServerOptions::new().config(config.into())).await
+}
+
+/// Accepts an upgrade, letting `callback` inspect the request and shape or
+/// refuse the response (subprotocols, extra headers, origin checks).
+///
+/// # Errors
+///
+/// As for [`accept_async`]; a refusal is [`Error::Http`], after the
+/// callback's response was written.
 pub async fn accept_hdr_async<S, C>(stream: S, callback: C) -> Result<WebSocketStream<S>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     C: Callback,
 {
     accept_async_with(stream, ServerOptions::new().callback(callback)).await
+}
+
+/// [`accept_hdr_async`] with a configuration (`None`: the defaults).
+///
+/// # Errors
+///
+/// As for [`accept_hdr_async`].
+pub async fn accept_hdr_async_with_config<S, C>(
+    stream: S,
+    callback: C,
+    config: Option<WebSocketConfig>,
+) -> Result<WebSocketStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    C: Callback,
+{
+    let options = ServerOptions::new()
+        .config(config.into())
+        .callback(callback);
+    accept_async_with(stream, options).await
 }
 
 /// Accepts a WebSocket upgrade on `stream` with `options` (config and
@@ -86,19 +149,15 @@ where
 }
 
 /// Performs the client handshake for `request` over an already connected
-/// `stream` (TCP, TLS, anything `AsyncRead + AsyncWrite`) with the default
-/// [`Config`](lockgate::Config).
-///
-/// Use [`client_async_with`] for another config.
+/// `stream` (TCP, TLS, anything `AsyncRead + AsyncWrite`), with the
+/// default [`Config`](lockgate::Config).
 ///
 /// # Errors
 ///
-/// [`Error::Handshake`] for a bad URL or response, [`Error::Timeout`] if
-/// the response did not arrive in time, [`Error::Io`].
-pub async fn client_async<R, S>(
-    request: R,
-    stream: S,
-) -> Result<(WebSocketStream<S>, http::Response<()>)>
+/// [`Error::Url`] for a bad URL, [`Error::Http`] for a refusal,
+/// [`Error::Handshake`] for a bad response, [`Error::Timeout`] if the
+/// response did not arrive in time, [`Error::Io`].
+pub async fn client_async<R, S>(request: R, stream: S) -> Result<(WebSocketStream<S>, Response)>
 where
     R: IntoClientRequest,
     S: AsyncRead + AsyncWrite + Unpin,
@@ -106,144 +165,277 @@ where
     client_async_with(request, stream, ClientOptions::new()).await
 }
 
-/// [`client_async`] with `options`' config. The stream is already
-/// connected, so the options' TLS setting is not used.
+/// [`client_async`] with a configuration (`None`: the defaults).
 ///
 /// # Errors
 ///
 /// As for [`client_async`].
-pub async fn client_async_with<R, S, T>(
+pub async fn client_async_with_config<R, S>(
     request: R,
-    mut stream: S,
-    options: ClientOptions<T>,
-) -> Result<(WebSocketStream<S>, http::Response<()>)>
+    stream: S,
+    config: Option<WebSocketConfig>,
+) -> Result<(WebSocketStream<S>, Response)>
 where
     R: IntoClientRequest,
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (options, _tls) = options.split_tls();
-    let opened = drive(&mut stream, options.handshake(request, now())?).await?;
-    Ok((
-        WebSocketStream::from_context(stream, opened.context),
-        opened.response,
-    ))
+    client_async_with(request, stream, ClientOptions::new().config(config.into())).await
 }
 
-/// Connects to a `ws://` URL (or `wss://` with the `rustls` feature) over
-/// TCP with `TCP_NODELAY`, and performs the handshake, with the default
-/// [`Config`](lockgate::Config) and TLS roots.
-///
-/// Use [`connect_async_with`] for another config or TLS [`Connector`].
+/// The client handshake over `stream` with `options`' config, within its
+/// handshake deadline. The stream is used as it is: TLS and proxies are
+/// for [`connect_async_with`].
 ///
 /// # Errors
 ///
-/// [`Error::Url`](crate::Error::Url) for an unusable URL (or `wss://` without
-/// TLS support), [`Error::Io`] for resolution, connection and TLS
-/// failures, [`Error::Timeout`] when the deadline passes, and the errors of
+/// As for [`client_async`].
+pub async fn client_async_with<R, S>(
+    request: R,
+    mut stream: S,
+    options: ClientOptions,
+) -> Result<(WebSocketStream<S>, Response)>
+where
+    R: IntoClientRequest,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let opened = drive(&mut stream, options.handshake(request, now())?).await?;
+    Ok((
+        WebSocketStream::from_context(stream, opened.context),
+        opened.response.map(|()| None),
+    ))
+}
+
+/// [`client_async`] over `stream` secured first with TLS for a `wss://`
+/// URL (the default [`Connector`]).
+///
+/// # Errors
+///
+/// As for [`client_async_tls_with_config`].
+pub async fn client_async_tls<R, S>(
+    request: R,
+    stream: S,
+) -> Result<(WebSocketStream<MaybeTlsStream<S>>, Response)>
+where
+    R: IntoClientRequest,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    client_async_tls_with_config(request, stream, None, None).await
+}
+
+/// [`client_async_tls`] with a configuration and a [`Connector`] (`None`:
+/// the default for the URL's scheme).
+///
+/// # Errors
+///
+/// [`Error::Url`] for `wss://` without a TLS feature or with
+/// [`Connector::Plain`]; [`Error::Tls`] for a TLS failure; and the errors of
 /// [`client_async`].
+pub async fn client_async_tls_with_config<R, S>(
+    request: R,
+    stream: S,
+    config: Option<WebSocketConfig>,
+    connector: Option<Connector>,
+) -> Result<(WebSocketStream<MaybeTlsStream<S>>, Response)>
+where
+    R: IntoClientRequest,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let request = request.into_client_request()?;
+    let uri = request.uri();
+    let mode = lockgate::client::uri_mode(uri)?;
+    let host = uri
+        .host()
+        .ok_or(Error::Url(lockgate::error::UrlError::NoHostName))?
+        .to_owned();
+    let options = ClientOptions::new().config(config.into());
+    let handshake = options.handshake(request, now())?;
+    let stream = until(
+        handshake.deadline(),
+        wrap_stream(stream, mode, &host, connector),
+    )
+    .await
+    .ok_or(Error::Timeout(TimeoutKind::Handshake))??;
+    finish_client(stream, handshake).await
+}
+
+/// Connects to a `ws://` or `wss://` URL and performs the handshake with
+/// the default [`Config`](lockgate::Config): TCP (with `TCP_NODELAY`),
+/// TLS for `wss://` (with a TLS feature), then the handshake, all within
+/// its 30 s handshake deadline.
+///
+/// # Errors
+///
+/// [`Error::Url`] for an unusable URL (or `wss://` without a TLS feature),
+/// [`Error::Io`] for resolution and connection failures, [`Error::Tls`],
+/// [`Error::Timeout`] when the deadline passes, and the errors of
+/// [`client_async`].
+///
+/// # Examples
+///
+/// ```
+/// use tokio::net::TcpListener;
+/// use tokio_lockgate::{Message, accept_async, connect_async};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> tokio_lockgate::Result<()> {
+/// // An echo server on a free port, for one connection.
+/// let listener = TcpListener::bind("127.0.0.1:0").await?;
+/// let url = format!("ws://{}/chat", listener.local_addr()?);
+/// let server = tokio::spawn(async move {
+///     let mut ws = accept_async(listener.accept().await?.0).await?;
+///     while let Ok(msg) = ws.read().await {
+///         if msg.is_data() {
+///             ws.send(msg).await?;
+///         }
+///     }
+///     Ok::<(), tokio_lockgate::Error>(())
+/// });
+///
+/// let (mut ws, response) = connect_async(url).await?;
+/// assert_eq!(response.status(), 101);
+/// ws.send(Message::text("hello")).await?;
+/// assert_eq!(ws.read().await?, Message::text("hello"));
+/// ws.close(None).await?;
+/// while ws.read().await.is_ok() {} // until the server's close arrives
+/// server.await.unwrap()?;
+/// # Ok(()) }
+/// ```
 pub async fn connect_async<R>(
     request: R,
-) -> Result<(
-    WebSocketStream<MaybeTlsStream<TcpStream>>,
-    http::Response<()>,
-)>
+) -> Result<(WebSocketStream<MaybeTlsStream<TcpStream>>, Response)>
 where
     R: IntoClientRequest,
 {
     connect_async_with(request, ClientOptions::new()).await
 }
 
-/// What a [`ClientOptions`]' TLS setting may be for [`connect_async_with`]:
-/// `()` (the default: the roots compiled in by the `webpki-roots` or
-/// `native-certs` feature), a [`Connector`], or an `Option<Connector>`
-/// (`None` is the default).
-pub trait IntoConnector {
-    /// The connector to use; `None` for the default.
-    fn into_connector(self) -> Option<Connector>;
-}
-
-impl IntoConnector for () {
-    fn into_connector(self) -> Option<Connector> {
-        None
-    }
-}
-
-impl IntoConnector for Connector {
-    fn into_connector(self) -> Option<Connector> {
-        Some(self)
-    }
-}
-
-impl IntoConnector for Option<Connector> {
-    fn into_connector(self) -> Option<Connector> {
-        self
-    }
-}
-
-/// [`connect_async`] with `options`: their config, and their TLS
-/// [`Connector`] if one was set with
-/// [`ClientOptions::tls`](lockgate::ClientOptions::tls). The TCP
-/// connection, TLS and the upgrade all fit in the config's handshake
-/// deadline.
+/// [`connect_async`] with a configuration (`None`: the defaults), and
+/// whether to set `TCP_NODELAY` (`disable_nagle`).
 ///
 /// # Errors
 ///
 /// As for [`connect_async`].
+pub async fn connect_async_with_config<R>(
+    request: R,
+    config: Option<WebSocketConfig>,
+    disable_nagle: bool,
+) -> Result<(WebSocketStream<MaybeTlsStream<TcpStream>>, Response)>
+where
+    R: IntoClientRequest,
+{
+    connect_async_tls_with_config(request, config, disable_nagle, None).await
+}
+
+/// [`connect_async_with_config`] with a [`Connector`] (`None`: the default
+/// for the URL's scheme).
+///
+/// # Errors
+///
+/// As for [`connect_async`].
+pub async fn connect_async_tls_with_config<R>(
+    request: R,
+    config: Option<WebSocketConfig>,
+    disable_nagle: bool,
+    connector: Option<Connector>,
+) -> Result<(WebSocketStream<MaybeTlsStream<TcpStream>>, Response)>
+where
+    R: IntoClientRequest,
+{
+    let mut options = ClientOptions::new().config(config.into());
+    if let Some(connector) = connector {
+        options = options.tls(connector);
+    }
+    dial(request, options, disable_nagle).await
+}
+
+/// Connects to `request`'s URL with `options`: TCP (with `TCP_NODELAY`),
+/// the proxy's tunnel if one is set ([`ClientOptions::proxy`],
+/// [`ClientOptions::proxy_from_env`]), TLS for `wss://` (the
+/// [`ClientOptions::tls`] connector, or the default), then the handshake,
+/// all within the config's handshake deadline.
+///
+/// # Errors
+///
+/// As for [`connect_async`];
+/// [`HandshakeFailure::ProxyRefused`](lockgate::HandshakeFailure::ProxyRefused)
+/// when the proxy does not open the tunnel.
 ///
 /// # Examples
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use tokio_lockgate::{ClientOptions, Config, Connector, connect_async_with};
+/// use tokio_lockgate::{ClientOptions, Config, connect_async_with};
 ///
 /// # async fn run() -> tokio_lockgate::Result<()> {
 /// let config = Config::default().handshake_timeout(Some(Duration::from_secs(5)));
-/// let options = ClientOptions::new().config(config).tls(Connector::Plain);
-/// let (ws, response) = connect_async_with("ws://127.0.0.1:9001", options).await?;
-/// # drop((ws, response)); Ok(()) }
+/// let options = ClientOptions::new().config(config).proxy_from_env();
+/// let (ws, _) = connect_async_with("wss://example.com/feed", options).await?;
+/// # drop(ws); Ok(()) }
 /// ```
-pub async fn connect_async_with<R, T>(
+pub async fn connect_async_with<R>(
     request: R,
-    options: ClientOptions<T>,
-) -> Result<(
-    WebSocketStream<MaybeTlsStream<TcpStream>>,
-    http::Response<()>,
-)>
+    options: ClientOptions,
+) -> Result<(WebSocketStream<MaybeTlsStream<TcpStream>>, Response)>
 where
     R: IntoClientRequest,
-    T: IntoConnector,
 {
-    let (options, tls) = options.split_tls();
-    let planner = options.clone();
+    dial(request, options, true).await
+}
+
+/// The one dial of every `connect_async*`.
+async fn dial<R: IntoClientRequest>(
+    request: R,
+    options: ClientOptions,
+    nodelay: bool,
+) -> Result<(WebSocketStream<MaybeTlsStream<TcpStream>>, Response)> {
+    let request = request.into_client_request()?;
+    let route = options.route(request.uri())?;
+    let connector = options.get_connector().cloned();
     let handshake = options.handshake(request, now())?;
-    let route = planner.route(handshake.get_ref().request().uri())?;
     let deadline = handshake.deadline();
+    let mode = if route.secure { Mode::Tls } else { Mode::Plain };
+    if mode == Mode::Tls && connector.is_none() {
+        // Known before any connection is made: whether wss:// can be had.
+        Connector::for_wss()?;
+    }
     // On the heap: a TLS handshake's state is large, and a task that
     // connects and then serves the connection would carry it for life.
     let connection = Box::pin(async {
         let (hop_host, hop_port) = route.first_hop();
-        let tcp = TcpStream::connect((hop_host, hop_port))
+        let mut tcp = TcpStream::connect((hop_host, hop_port))
             .await
             .map_err(|error| route.connect_error(error))?;
-        tcp.set_nodelay(true)?;
-        let mut tcp = tcp;
+        tcp.set_nodelay(nodelay)?;
         if let Some(proxy) = &route.proxy {
             drive(&mut tcp, proxy.tunnel(&route.host, route.port, deadline)).await?;
         }
-        wrap_stream(tcp, route.secure, &route.host, tls.into_connector()).await
+        wrap_stream(tcp, mode, &route.host, connector).await
     });
-    let mut stream = until(handshake.deadline(), connection)
+    let mut stream = until(deadline, connection)
         .await
         .ok_or(Error::Timeout(TimeoutKind::Handshake))??;
     let opened = drive(&mut stream, handshake).await?;
     Ok((
         WebSocketStream::from_context(stream, opened.context),
-        opened.response,
+        opened.response.map(|()| None),
     ))
 }
 
-/// The one loop for every exchange (a handshake, or a proxy's CONNECT):
-/// does what each step says, reports what happened.
+/// Runs a client `handshake` over `stream` and opens the connection.
+async fn finish_client<S, E>(mut stream: S, handshake: E) -> Result<(WebSocketStream<S>, Response)>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    E: Exchange<Outcome = Result<Box<lockgate::handshake::Opened>>>,
+{
+    let opened = drive(&mut stream, handshake).await?;
+    Ok((
+        WebSocketStream::from_context(stream, opened.context),
+        opened.response.map(|()| None),
+    ))
+}
+
+/// Runs `handshake` (or a proxy's tunnel) over `stream` until it is over:
+/// does what each step says, racing every wait against the deadline.
 async fn drive<S, E>(stream: &mut S, mut handshake: E) -> E::Outcome
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -271,8 +463,7 @@ where
     }
 }
 
-/// Runs `future` to its end or until `deadline`, whichever comes first
-/// (`None` for the deadline).
+/// `future`, unless `deadline` comes first (`None`).
 async fn until<F: Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
     match deadline {
         None => Some(future.await),
@@ -280,8 +471,7 @@ async fn until<F: Future>(deadline: Option<Instant>, future: F) -> Option<F::Out
     }
 }
 
-/// Now on tokio's clock, which tests may pause and advance: the same clock
-/// as the timer, so the handshake and the timer agree on the deadline.
+/// tokio's clock, as the handshake takes it (so paused-clock tests move it).
 fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
@@ -298,9 +488,6 @@ async fn write_all_and_flush<S: AsyncWrite + Unpin>(
 mod tests {
     use super::*;
 
-    /// A task that awaits a handshake and then serves the connection keeps
-    /// the handshake future's size for its whole life: keep it small (the
-    /// read buffer and the opened connection state are on the heap).
     #[tokio::test]
     async fn handshake_futures_stay_small() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -251,7 +251,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
         poll_fn(|cx| poll_write_half(&self.shared, cx)).await
     }
 
-    /// Writes everything and flushes; see [`WebSocketStream::flush`].
+    /// Writes everything and flushes; see [`SendFlush::flush`](crate::SendFlush::flush).
     ///
     /// # Errors
     ///

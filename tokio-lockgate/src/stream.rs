@@ -1,13 +1,15 @@
 //! [`WebSocketStream`]: a WebSocket over any tokio `AsyncRead + AsyncWrite`.
 
 use std::future::{Future, poll_fn};
+use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
 use futures_sink::Sink;
 use lockgate::{
-    CloseFrame, Config, Error, Message, PreparedMessage, Result, Role, WebSocketContext,
+    CloseFrame, Config, Error, Message, PreparedMessage, Result, Role, WebSocketConfig,
+    WebSocketContext,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -23,8 +25,8 @@ use crate::split::{WebSocketReadHalf, WebSocketWriteHalf, split};
 ///   `SinkExt::feed`) queues a message in the out buffer and never flushes;
 ///   it writes to the socket only once the buffer holds `write_buffer_size`
 ///   bytes.
-/// - [`flush`](Self::flush) (`SinkExt::flush`) writes everything and flushes
-///   the socket. [`send`](Self::send) is both.
+/// - [`flush`](SendFlush::flush) (`SinkExt::flush`) writes everything and flushes
+///   the socket. [`send`](SendFlush::send) is both.
 /// - The pong answering a ping, and the reply to a close, are written and
 ///   flushed by whichever side polls next — [`read`](Self::read) / the
 ///   [`Stream`], or a write, flush or send — behind data already queued.
@@ -37,12 +39,12 @@ use crate::split::{WebSocketReadHalf, WebSocketWriteHalf, split};
 /// - [`read`](Self::read) is cancel-safe: a future dropped at any await
 ///   point has not taken a message; bytes already received stay buffered
 ///   for the next call.
-/// - [`write`](Self::write) and [`send`](Self::send) accept the message on
+/// - [`write`](Self::write) and [`send`](SendFlush::send) accept the message on
 ///   their first poll (it is encoded into the out buffer before anything
 ///   awaits). Once accepted, dropping the future loses nothing: the bytes go
 ///   out with the next write or flush. A future dropped before its first
 ///   poll never accepted the message.
-/// - [`flush`](Self::flush) and [`close`](Self::close) are cancel-safe:
+/// - [`flush`](SendFlush::flush) and [`close`](Self::close) are cancel-safe:
 ///   calling them again continues where the dropped future stopped.
 ///
 /// # Examples
@@ -59,106 +61,157 @@ use crate::split::{WebSocketReadHalf, WebSocketWriteHalf, split};
 /// let echo = ws.read().await?;
 /// # let _ = echo; Ok(()) }
 /// ```
+///
+/// # `send` and `flush`, and `SinkExt`
+///
+/// [`send`](SendFlush::send) and [`flush`](SendFlush::flush) are reached
+/// through `Deref` (on [`SendFlush`]) rather than defined here, so that
+/// where `futures::SinkExt` is imported its `send` and `flush` are the ones
+/// called (they do the same, through the [`Sink`] implementation) and the
+/// import is not reported as unused; without the import, `ws.send(msg)`
+/// and `ws.flush()` still work.
 #[derive(Debug)]
 pub struct WebSocketStream<S> {
+    inner: SendFlush<S>,
+}
+
+/// The [`send`](SendFlush::send) and [`flush`](SendFlush::flush) of a
+/// [`WebSocketStream`], which reaches them through `Deref` (see
+/// [there](WebSocketStream#send-and-flush-and-sinkext) why).
+#[derive(Debug)]
+pub struct SendFlush<S> {
     core: Core<S>,
+}
+
+impl<S> Deref for WebSocketStream<S> {
+    type Target = SendFlush<S>;
+
+    fn deref(&self) -> &SendFlush<S> {
+        &self.inner
+    }
+}
+
+impl<S> DerefMut for WebSocketStream<S> {
+    fn deref_mut(&mut self) -> &mut SendFlush<S> {
+        &mut self.inner
+    }
 }
 
 impl<S> WebSocketStream<S> {
     /// Wraps a stream whose opening handshake is already done, for example
-    /// the upgraded connection from hyper or axum.
-    pub fn from_raw_socket(stream: S, role: Role, config: Config) -> Self {
-        Self::from_context(stream, WebSocketContext::new(role, config))
+    /// the upgraded connection from hyper or axum. `async` (and ready at
+    /// once) as in tokio-tungstenite.
+    ///
+    /// `config` is a [`Config`], or tungstenite's [`WebSocketConfig`] or
+    /// `Option<WebSocketConfig>` (`None`: the defaults).
+    pub async fn from_raw_socket(stream: S, role: Role, config: impl Into<Config>) -> Self {
+        Self::from_context(stream, WebSocketContext::new(role, config.into()))
     }
 
     /// Like [`from_raw_socket`](Self::from_raw_socket), for a stream from
-    /// which `already_read` bytes past the handshake were consumed: they are
-    /// the start of the frame stream.
-    pub fn from_partially_read(stream: S, already_read: &[u8], role: Role, config: Config) -> Self {
-        let context = WebSocketContext::after_handshake(role, config, None, already_read);
+    /// which the bytes `part`, past the handshake, were already read: they
+    /// are the start of the frame stream.
+    pub async fn from_partially_read(
+        stream: S,
+        part: impl AsRef<[u8]>,
+        role: Role,
+        config: impl Into<Config>,
+    ) -> Self {
+        let context = WebSocketContext::after_handshake(role, config.into(), None, part.as_ref());
         Self::from_context(stream, context)
     }
 
     /// Drives an existing context over `stream`.
     pub fn from_context(stream: S, context: WebSocketContext) -> Self {
         Self {
-            core: Core::new(stream, context),
+            inner: SendFlush {
+                core: Core::new(stream, context),
+            },
         }
+    }
+
+    /// The settings tungstenite's [`WebSocketConfig`] has (a copy; the
+    /// whole configuration is [`config`](Self::config)).
+    pub fn get_config(&self) -> WebSocketConfig {
+        WebSocketConfig::from(self.inner.core.context.config())
     }
 
     /// The stream.
     pub fn get_ref(&self) -> &S {
-        &self.core.stream
+        &self.inner.core.stream
     }
 
     /// The stream, mutably. Reading or writing it directly corrupts the
     /// connection.
     pub fn get_mut(&mut self) -> &mut S {
-        &mut self.core.stream
+        &mut self.inner.core.stream
     }
 
     /// Gives back the stream; buffered input and output are dropped.
     pub fn into_inner(self) -> S {
-        self.core.stream
+        self.inner.core.stream
     }
 
     /// The protocol state.
     pub fn context(&self) -> &WebSocketContext {
-        &self.core.context
+        &self.inner.core.context
     }
 
     /// The subprotocol the opening handshake chose, if any
     /// ([`WebSocketContext::subprotocol`]).
     pub fn subprotocol(&self) -> Option<&str> {
-        self.core.context.subprotocol()
+        self.inner.core.context.subprotocol()
     }
 
     /// The configuration.
     pub fn config(&self) -> &Config {
-        self.core.context.config()
+        self.inner.core.context.config()
     }
 
     /// Replaces the configuration; limits and deadlines apply from the
     /// next frame and the next wait.
-    pub fn set_config(&mut self, config: Config) {
-        self.core.context.set_config(config);
+    pub fn reconfigure(&mut self, config: Config) {
+        self.inner.core.context.set_config(config);
     }
 
     /// Whether more messages can be read.
     pub fn can_read(&self) -> bool {
-        !self.core.context.is_terminated()
+        !self.inner.core.context.is_terminated()
     }
 
     /// Bytes written but not yet handed to the stream.
     pub fn buffered_output(&self) -> usize {
-        self.core.context.buffered_output()
+        self.inner.core.context.buffered_output()
     }
 
     /// Bytes received but not yet returned as messages: when non-zero, the
     /// next [`read`](Self::read) may complete without waiting for the
     /// socket. Useful to flush replies only once the input is drained.
     pub fn buffered_input(&self) -> usize {
-        self.core.context.buffered_input()
+        self.inner.core.context.buffered_input()
     }
 
     pub(crate) fn into_core(self) -> Core<S> {
-        self.core
+        self.inner.core
     }
 
     pub(crate) fn from_core(core: Core<S>) -> Self {
-        Self { core }
+        Self {
+            inner: SendFlush { core },
+        }
     }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// Runs what a write, flush or close owes until it is done.
     async fn run_write(&mut self) -> Result<()> {
-        poll_fn(|cx| self.core.poll_write(cx)).await
+        poll_fn(|cx| self.inner.core.poll_write(cx)).await
     }
 
     /// Reads the next message. Cancel-safe.
     ///
-    /// Pings, pongs and the peer's close are returned too; the pong and the
+    /// Pings, pongs (except the pong answering a keepalive ping, which the
+    /// connection keeps) and the peer's close are returned too; the pong and the
     /// close reply are queued and sent for you. Keepalive pings go out and
     /// the keepalive and close deadlines are enforced while it waits.
     ///
@@ -174,7 +227,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     pub fn read(&mut self) -> impl Future<Output = Result<Message>> + '_ {
         poll_fn(move |cx| {
             let mut wcx = Context::from_waker(cx.waker());
-            self.core.poll_read(cx, &mut wcx)
+            self.inner.core.poll_read(cx, &mut wcx)
         })
     }
 
@@ -188,7 +241,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// as for [`WebSocketContext::write`]. An I/O error after acceptance
     /// means the message is queued and the stream failed.
     pub async fn write(&mut self, msg: Message) -> Result<()> {
-        self.core.context.write(msg)?;
+        self.inner.core.context.write(msg)?;
         self.run_write().await
     }
 
@@ -200,7 +253,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     ///
     /// As for [`write`](Self::write).
     pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
-        self.core.context.write_uncompressed(msg)?;
+        self.inner.core.context.write_uncompressed(msg)?;
         self.run_write().await
     }
 
@@ -213,28 +266,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// As for [`write`](Self::write); a full buffer gives the prepared
     /// message back in [`Error::WriteBufferFullPrepared`].
     pub async fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
-        self.core.context.write_prepared(msg)?;
+        self.inner.core.context.write_prepared(msg)?;
         self.run_write().await
-    }
-
-    /// Writes everything queued and flushes the stream. Cancel-safe.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`].
-    pub async fn flush(&mut self) -> Result<()> {
-        self.core.context.flush();
-        self.run_write().await
-    }
-
-    /// [`write`](Self::write) then [`flush`](Self::flush).
-    ///
-    /// # Errors
-    ///
-    /// As for both.
-    pub async fn send(&mut self, msg: Message) -> Result<()> {
-        self.core.context.write(msg)?;
-        self.flush().await
     }
 
     /// Starts the closing handshake: queues a close frame and flushes. Keep
@@ -245,8 +278,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     ///
     /// [`Error::AlreadyClosed`] once the connection is over; [`Error::Io`].
     pub async fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
-        self.core.context.close(frame)?;
-        self.flush().await
+        self.inner.core.context.close(frame)?;
+        self.inner.flush().await
     }
 
     /// Splits into a write half and a read half that can move to different
@@ -254,20 +287,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketStream<S> {
     /// half's waits enforce the deadlines.
     ///
     /// The order is **(write, read)**, as with `futures::StreamExt::split`
-    /// (sink first, then stream) and tokio-tungstenite: this inherent method
-    /// is what `ws.split()` calls even with `StreamExt` in scope, so code
-    /// written for either keeps its meaning. Unlike `StreamExt::split`'s
-    /// halves, these keep `write`/`flush`/`send`/`close` and `read`, and
-    /// the read half answers pings on its own.
+    /// (sink first, then stream). Unlike `StreamExt::split`'s halves
+    /// (`SplitSink<WebSocketStream<S>, Message>` and
+    /// `SplitStream<WebSocketStream<S>>`, which `ws.split()` gives with
+    /// `StreamExt` imported), these keep `write`/`flush`/`send`/`close` and
+    /// `read`, and the read half answers pings on its own.
     ///
     /// ```
     /// # async fn f(ws: tokio_lockgate::WebSocketStream<tokio::io::DuplexStream>) {
-    /// let (write, read) = ws.split(); // write half first, like StreamExt::split
+    /// let (write, read) = ws.into_split(); // write half first, like StreamExt::split
     /// # let _ = (write, read);
     /// # }
     /// ```
-    pub fn split(self) -> (WebSocketWriteHalf<S>, WebSocketReadHalf<S>) {
+    pub fn into_split(self) -> (WebSocketWriteHalf<S>, WebSocketReadHalf<S>) {
         split(self)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> SendFlush<S> {
+    /// Writes everything queued and flushes the stream. Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`].
+    pub async fn flush(&mut self) -> Result<()> {
+        self.core.context.flush();
+        poll_fn(|cx| self.core.poll_write(cx)).await
+    }
+
+    /// [`write`](WebSocketStream::write) then [`flush`](SendFlush::flush).
+    ///
+    /// # Errors
+    ///
+    /// As for both.
+    pub async fn send(&mut self, msg: Message) -> Result<()> {
+        self.core.context.write(msg)?;
+        self.flush().await
     }
 }
 
@@ -289,7 +344,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Stream for WebSocketStream<S> {
     /// protocol error is yielded once, then the stream ends.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut wcx = Context::from_waker(cx.waker());
-        self.get_mut().core.poll_read(cx, &mut wcx).map(stream_item)
+        self.get_mut()
+            .inner
+            .core
+            .poll_read(cx, &mut wcx)
+            .map(stream_item)
     }
 }
 
@@ -299,31 +358,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketStream<S> {
     /// Ready once the out buffer is below `write_buffer_size` (it writes, it
     /// does not flush) and any owed pong or close reply is out.
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        self.get_mut().core.poll_write(cx)
+        self.get_mut().inner.core.poll_write(cx)
     }
 
     /// Queues the message ([`SinkExt::feed`](https://docs.rs/futures/latest/futures/sink/trait.SinkExt.html#method.feed)
     /// of many, then one flush, costs one socket flush).
     fn start_send(self: Pin<&mut Self>, msg: Message) -> Result<()> {
-        self.get_mut().core.context.write(msg)
+        self.get_mut().inner.core.context.write(msg)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        this.core.context.flush();
-        this.core.poll_write(cx)
+        this.inner.core.context.flush();
+        this.inner.core.poll_write(cx)
     }
 
     /// Sends a close frame (if none was sent) and flushes. Read on to
     /// complete the closing handshake.
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        match this.core.context.close(None) {
+        match this.inner.core.context.close(None) {
             Ok(()) | Err(Error::AlreadyClosed) => {}
             Err(e) => return Poll::Ready(Err(e)),
         }
-        this.core.context.flush();
-        this.core.poll_write(cx)
+        this.inner.core.context.flush();
+        this.inner.core.poll_write(cx)
     }
 }
 
@@ -337,7 +396,8 @@ mod tests {
         // waits: tokio sizes tasks in 128-byte steps, so bytes here decide
         // the step.
         let (a, _b) = tokio::io::duplex(64);
-        let mut ws = WebSocketStream::from_raw_socket(a, lockgate::Role::Server, Config::default());
+        let context = WebSocketContext::new(lockgate::Role::Server, Config::default());
+        let mut ws = WebSocketStream::from_context(a, context);
         let read = ws.read();
         assert_eq!(std::mem::size_of_val(&read), std::mem::size_of::<usize>());
     }

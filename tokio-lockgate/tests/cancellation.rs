@@ -14,7 +14,7 @@ use support::{
     AsyncMock, FlushStep, MockStream, ReadStep, WriteStep, client_frame, frame, parse_frames,
     poll_once,
 };
-use tokio_lockgate::{Config, Message, Role, WebSocketStream};
+use tokio_lockgate::{Config, Message, Role, WebSocketContext, WebSocketStream};
 
 fn messages() -> Vec<Message> {
     (0..40)
@@ -79,7 +79,10 @@ fn read_cancelled_at_every_pending_loses_no_message() {
         pos = end;
         step = step * 7 % 5003 + 1;
     }
-    let mut ws = WebSocketStream::from_raw_socket(AsyncMock(mock), Role::Server, Config::default());
+    let mut ws = WebSocketStream::from_context(
+        AsyncMock(mock),
+        WebSocketContext::new(Role::Server, Config::default()),
+    );
     let mut got = Vec::new();
     let mut cancelled = 0;
     while got.len() < sent.len() {
@@ -119,7 +122,8 @@ fn write_send_and_flush_cancelled_at_every_pending_lose_no_accepted_byte() {
             });
         }
         let config = Config::default().write_buffer_size(1000);
-        let mut ws = WebSocketStream::from_raw_socket(AsyncMock(mock), role, config);
+        let mut ws =
+            WebSocketStream::from_context(AsyncMock(mock), WebSocketContext::new(role, config));
         let mut cancelled = 0;
         for (i, msg) in sent.iter().enumerate() {
             // The message is accepted on the first poll whatever happens to
@@ -157,7 +161,10 @@ fn a_pong_owed_by_a_cancelled_read_goes_out_with_the_next_call() {
     let mut mock = MockStream::new();
     mock.push_input(client_frame(OpCode::Ping, b"hi"));
     mock.writes.push_back(WriteStep::WouldBlock);
-    let mut ws = WebSocketStream::from_raw_socket(AsyncMock(mock), Role::Server, Config::default());
+    let mut ws = WebSocketStream::from_context(
+        AsyncMock(mock),
+        WebSocketContext::new(Role::Server, Config::default()),
+    );
     assert!(matches!(
         poll_once(ws.read()),
         Poll::Ready(Ok(Message::Ping(_)))

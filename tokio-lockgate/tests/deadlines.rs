@@ -2,7 +2,9 @@
 //! a silent peer receives and when `read` gives up on it (also from a
 //! split read half), that a peer answering pings stays connected, and the
 //! write side shut down after the closing handshake; on a paused clock,
-//! the keepalive failure at exactly the time the rule says.
+//! the keepalive failure at exactly the time the rule says, and the pongs
+//! to keepalive pings consumed (by `read` and the `Stream`) while the
+//! application's pongs and unsolicited ones are returned.
 //!
 //! Lower time bounds are what the rules in lockgate's `proto/timers.rs`
 //! guarantee (the clock starts before the `read` that arms the first
@@ -12,6 +14,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use lockgate::frame::OpCode;
 use support::{
     PING_THEN_1011, RawPeer, client_frame, has_close, parse_frames, silent_peer_cases, summary,
@@ -20,8 +23,8 @@ use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{sleep_until, timeout};
 use tokio_lockgate::{
-    CloseCode, Config, Error, Message, Role, ServerOptions, TimeoutKind, WebSocketStream,
-    accept_async_with, connect_async,
+    CloseCode, Config, Error, Message, Role, ServerOptions, TimeoutKind, WebSocketContext,
+    WebSocketStream, accept_async_with, connect_async,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -91,7 +94,7 @@ async fn a_silent_peer_fails_the_read_with_a_timeout() {
 async fn a_split_read_half_fails_on_a_silent_peer_while_the_write_half_idles() {
     let interval = 300 * MS;
     let (ws, mut peer) = server_and_raw_peer(keepalive(interval, interval)).await;
-    let (writer, mut reader) = ws.split();
+    let (writer, mut reader) = ws.into_split();
     let start = Instant::now();
     let result = timeout(HANG, reader.read()).await;
     let took = start.elapsed();
@@ -150,26 +153,22 @@ async fn a_peer_that_answers_pings_stays_connected() {
     .await
     .unwrap();
 
-    // Pongs come back; no data and no error until the peer's message.
-    let reading = async {
-        for _ in 0..1000 {
-            match ws.read().await {
-                Ok(Message::Pong(_)) => {}
-                Ok(msg) => return msg,
-                Err(e) => panic!("after {:?}: {e:?}", start.elapsed()),
-            }
-        }
-        panic!("1000 pongs and no message");
-    };
-    let received = timeout(QUIET + LIMIT, reading).await.unwrap();
-    assert_eq!(received, Message::text("still here"));
+    // Pongs come back and are consumed: nothing at all until the peer's
+    // message.
+    let received = timeout(QUIET + LIMIT, ws.read()).await.unwrap();
+    assert_eq!(
+        received.unwrap(),
+        Message::text("still here"),
+        "after {:?}",
+        start.elapsed()
+    );
     assert!(start.elapsed() >= QUIET, "{:?}", start.elapsed());
 
     ws.close(None).await.unwrap();
     let mut end = None;
     for _ in 0..10 {
         match timeout(LIMIT, ws.read()).await.unwrap() {
-            Ok(Message::Close(_) | Message::Pong(_)) => {}
+            Ok(Message::Close(_)) => {}
             other => {
                 end = Some(other);
                 break;
@@ -214,8 +213,10 @@ async fn after_the_peers_close_our_write_side_is_shut_down() {
 async fn a_silent_peer_fails_at_exactly_interval_plus_timeout_on_a_paused_clock() {
     let (interval, ping_timeout) = (SECOND, 3 * SECOND);
     let (ours, mut peer_end) = tokio::io::duplex(4096);
-    let mut ws =
-        WebSocketStream::from_raw_socket(ours, Role::Server, keepalive(interval, ping_timeout));
+    let mut ws = WebSocketStream::from_context(
+        ours,
+        WebSocketContext::new(Role::Server, keepalive(interval, ping_timeout)),
+    );
     let start = tokio::time::Instant::now();
     let real = Instant::now();
     let result = ws.read().await;
@@ -232,4 +233,89 @@ async fn a_silent_peer_fails_at_exactly_interval_plus_timeout_on_a_paused_clock(
     let mut wire = Vec::new();
     peer_end.read_to_end(&mut wire).await.unwrap();
     assert_eq!(summary(&parse_frames(&wire)), PING_THEN_1011);
+}
+
+/// A tokio lockgate peer that keeps reading, so every ping is answered
+/// with its own payload. It sends "quiet over" at `send_at`, and on the
+/// application's ping "app" an unsolicited pong "heartbeat" and then
+/// "bye". Returns the payloads of the other (keepalive) pings it saw once
+/// the closing handshake completed.
+async fn echoing_peer<S>(mut ws: WebSocketStream<S>, send_at: tokio::time::Instant) -> Vec<Vec<u8>>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut keepalive = Vec::new();
+    let mut sent = false;
+    for _ in 0..1000 {
+        tokio::select! {
+            result = ws.read() => match result {
+                Ok(Message::Ping(payload)) if payload == "app" => {
+                    ws.send(Message::Pong("heartbeat".into())).await.unwrap();
+                    ws.send(Message::text("bye")).await.unwrap();
+                }
+                Ok(Message::Ping(payload)) => keepalive.push(payload.to_vec()),
+                Ok(Message::Close(_)) => {}
+                Err(Error::ConnectionClosed) => return keepalive,
+                other => panic!("peer: {other:?}"),
+            },
+            () = sleep_until(send_at), if !sent => {
+                ws.send(Message::text("quiet over")).await.unwrap();
+                sent = true;
+            }
+        }
+    }
+    panic!("peer: no closing handshake within 1000 reads");
+}
+
+/// The pong to a keepalive ping is the connection's business: neither
+/// `read` nor the `Stream` returns it, through several intervals of
+/// keepalive on a paused clock. The pong to the application's own ping and
+/// an unsolicited pong are returned.
+#[tokio::test(start_paused = true)]
+async fn keepalive_pongs_are_consumed_and_other_pongs_returned_on_a_paused_clock() {
+    let quiet = 10 * SECOND;
+    let (ours, theirs) = tokio::io::duplex(4096);
+    let mut ws = WebSocketStream::from_context(
+        ours,
+        WebSocketContext::new(Role::Server, keepalive(SECOND, SECOND)),
+    );
+    let peer_config = Config::default().ping_interval(None);
+    let peer =
+        WebSocketStream::from_context(theirs, WebSocketContext::new(Role::Client, peer_config));
+    let start = tokio::time::Instant::now();
+    let peer = tokio::spawn(echoing_peer(peer, start + quiet));
+
+    // Keepalive pings go out and are answered; the stream yields nothing
+    // (and nothing fails) until the peer speaks.
+    let first = ws.next().await.unwrap().unwrap();
+    assert_eq!(first, Message::text("quiet over"));
+    assert_eq!(start.elapsed(), quiet);
+
+    // The application's ping gets its pong back; the unsolicited pong
+    // that follows is returned as well.
+    ws.send(Message::Ping("app".into())).await.unwrap();
+    assert_eq!(ws.read().await.unwrap(), Message::Pong("app".into()));
+    let heartbeat = ws.next().await.unwrap().unwrap();
+    assert_eq!(heartbeat, Message::Pong("heartbeat".into()));
+    assert_eq!(ws.read().await.unwrap(), Message::text("bye"));
+
+    ws.close(None).await.unwrap();
+    let mut end = None;
+    for _ in 0..10 {
+        match ws.read().await {
+            Ok(Message::Close(_)) => {}
+            other => {
+                end = Some(other);
+                break;
+            }
+        }
+    }
+    assert!(matches!(end, Some(Err(Error::ConnectionClosed))), "{end:?}");
+    let keepalive = peer.await.unwrap();
+    // Quiet for an interval, pinged, answered at once, the timeout passes
+    // heard from, quiet for another interval: pings at 1, 3, 5, 7 and 9 s.
+    let expected: Vec<Vec<u8>> = (1..=5)
+        .map(|n| format!("lockgate keepalive {n:03}").into_bytes())
+        .collect();
+    assert_eq!(keepalive, expected);
 }

@@ -10,7 +10,9 @@ use futures_util::StreamExt;
 use support::{AsyncMock, CountingAlloc, HeapUse, parse_frames, poll_once};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_lockgate::hub::{Ended, Hub, HubConfig, SlowConsumer};
-use tokio_lockgate::{CloseCode, Config, Error, Message, PreparedMessage, Role, WebSocketStream};
+use tokio_lockgate::{
+    CloseCode, Config, Error, Message, PreparedMessage, Role, WebSocketContext, WebSocketStream,
+};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -20,7 +22,10 @@ fn text(i: usize) -> PreparedMessage {
 }
 
 fn mock_connection() -> WebSocketStream<AsyncMock> {
-    WebSocketStream::from_raw_socket(AsyncMock::default(), Role::Server, Config::default())
+    WebSocketStream::from_context(
+        AsyncMock::default(),
+        WebSocketContext::new(Role::Server, Config::default()),
+    )
 }
 
 #[tokio::test(start_paused = true)]
@@ -175,8 +180,11 @@ async fn tcp_pair(
     let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
     let config = Config::default();
     (
-        WebSocketStream::from_raw_socket(server.unwrap().0, Role::Server, config),
-        WebSocketStream::from_raw_socket(client.unwrap(), Role::Client, config),
+        WebSocketStream::from_context(
+            server.unwrap().0,
+            WebSocketContext::new(Role::Server, config),
+        ),
+        WebSocketStream::from_context(client.unwrap(), WebSocketContext::new(Role::Client, config)),
     )
 }
 
@@ -217,7 +225,7 @@ async fn a_subscriber_that_never_reads_costs_at_most_its_bound_and_delays_no_one
             let (server, client) = tcp_pair(&listener).await;
             let mut subscriber = hub.subscriber();
             subscriber.subscribe("feed");
-            let (mut write, _read) = server.split();
+            let (mut write, _read) = server.into_split();
             forwards.push(tokio::spawn(async move {
                 let ended = subscriber.forward(&mut write).await;
                 (ended, subscriber.stats(), _read)

@@ -22,7 +22,8 @@ use tokio::sync::mpsc;
 use tokio::time::timeout;
 use tokio_lockgate::handshake::upgrade_response;
 use tokio_lockgate::{
-    CloseCode, CloseFrame, Config, Error, HandshakeFailure, Message, Role, WebSocketStream,
+    CloseCode, CloseFrame, Config, Error, HandshakeFailure, Message, Role, WebSocketContext,
+    WebSocketStream,
 };
 
 /// The most any test may take.
@@ -86,10 +87,9 @@ fn upgrade(mut request: Request<Incoming>, done: Done) -> Response<Full<Bytes>> 
             Ok(upgraded) => upgraded,
             Err(err) => return eprintln!("upgrade failed: {err}"),
         };
-        let ws = WebSocketStream::from_raw_socket(
+        let ws = WebSocketStream::from_context(
             TokioIo::new(upgraded),
-            Role::Server,
-            Config::default(),
+            WebSocketContext::new(Role::Server, Config::default()),
         );
         let _ = done.send(echo(ws).await);
     });
@@ -216,7 +216,10 @@ async fn a_frame_sent_right_after_the_request_is_not_lost() {
             "{head}"
         );
 
-        let mut ws = WebSocketStream::from_raw_socket(tcp, Role::Client, Config::default());
+        let mut ws = WebSocketStream::from_context(
+            tcp,
+            WebSocketContext::new(Role::Client, Config::default()),
+        );
         assert_eq!(ws.read().await.unwrap(), Message::text("Hello"));
         ws.close(None).await.unwrap();
         assert!(matches!(ws.read().await.unwrap(), Message::Close(_)));

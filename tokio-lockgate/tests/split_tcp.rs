@@ -43,7 +43,7 @@ async fn halves_work_from_two_tasks_and_the_reader_answers_pings() {
     });
 
     let (ws, _) = connect_async(url).await.unwrap();
-    let (mut writer, mut reader) = ws.split();
+    let (mut writer, mut reader) = ws.into_split();
     let writing = tokio::spawn(async move {
         for i in 0..COUNT {
             writer.feed(Message::text(format!("{i}"))).await.unwrap();

@@ -15,10 +15,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tokio_lockgate::handshake::Proxy;
-use tokio_lockgate::lockgate::error::UrlError;
+use tokio_lockgate::lockgate::error::{TlsError, UrlError};
 use tokio_lockgate::{
-    Bytes, ClientOptions, CloseCode, CloseFrame, Config, Connector, Error, HandshakeFailure,
-    MaybeTlsStream, Message, WebSocketStream,
+    Bytes, ClientOptions, CloseCode, CloseFrame, Config, Connector, Error, MaybeTlsStream, Message,
+    WebSocketStream,
 };
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -208,14 +208,11 @@ async fn wss_to_ip_addresses_checks_the_ip_in_the_certificate() {
     .expect("test timed out");
 }
 
-/// The `rustls::Error` inside a TLS failure.
+/// The `rustls::Error` of a TLS failure.
 fn rustls_error(error: &Error) -> &rustls::Error {
     match error {
-        Error::Io(io) => io
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-            .unwrap_or_else(|| panic!("expected a rustls error inside {io:?}")),
-        other => panic!("expected Error::Io, got {other:?}"),
+        Error::Tls(TlsError::Rustls(tls)) => tls,
+        other => panic!("expected Error::Tls, got {other:?}"),
     }
 }
 

@@ -8,13 +8,15 @@ use std::task::Poll;
 use futures_util::{SinkExt, StreamExt};
 use lockgate::frame::OpCode;
 use support::{AsyncMock, MockStream, WriteStep, client_frame, parse_frames, poll_once};
-use tokio_lockgate::{Config, Error, Message, Role, WebSocketStream};
+use tokio_lockgate::{Config, Error, Message, Role, WebSocketContext, WebSocketStream};
 
 #[tokio::test]
 async fn sink_feed_hundred_thousand_then_flush_is_one_socket_flush() {
     for role in [Role::Server, Role::Client] {
-        let mut ws =
-            WebSocketStream::from_raw_socket(AsyncMock::default(), role, Config::default());
+        let mut ws = WebSocketStream::from_context(
+            AsyncMock::default(),
+            WebSocketContext::new(role, Config::default()),
+        );
         for i in 0..100_000u32 {
             ws.feed(Message::text(format!("event {i}"))).await.unwrap();
         }
@@ -39,8 +41,10 @@ async fn sink_feed_hundred_thousand_then_flush_is_one_socket_flush() {
 
 #[tokio::test]
 async fn inherent_write_never_flushes_and_send_flushes_once() {
-    let mut ws =
-        WebSocketStream::from_raw_socket(AsyncMock::default(), Role::Server, Config::default());
+    let mut ws = WebSocketStream::from_context(
+        AsyncMock::default(),
+        WebSocketContext::new(Role::Server, Config::default()),
+    );
     for _ in 0..1000 {
         ws.write(Message::binary(vec![1u8; 40])).await.unwrap();
     }
@@ -63,7 +67,8 @@ fn poll_ready_applies_backpressure_by_writing_not_flushing() {
     let mut mock = MockStream::new();
     mock.writes.push_back(WriteStep::WouldBlock);
     let config = Config::default().write_buffer_size(100);
-    let mut ws = WebSocketStream::from_raw_socket(AsyncMock(mock), Role::Server, config);
+    let mut ws =
+        WebSocketStream::from_context(AsyncMock(mock), WebSocketContext::new(Role::Server, config));
     ws.start_send_unpin(Message::binary(vec![0u8; 200]))
         .unwrap();
     assert!(poll_once(futures_util::future::poll_fn(|cx| ws.poll_ready_unpin(cx))).is_pending());
@@ -81,7 +86,10 @@ async fn write_buffer_full_hands_back_the_message() {
     let config = Config::default()
         .write_buffer_size(usize::MAX)
         .max_write_buffer_size(1000);
-    let mut ws = WebSocketStream::from_raw_socket(AsyncMock::default(), Role::Server, config);
+    let mut ws = WebSocketStream::from_context(
+        AsyncMock::default(),
+        WebSocketContext::new(Role::Server, config),
+    );
     ws.write(Message::binary(vec![0u8; 900])).await.unwrap();
     let msg = Message::text("y".repeat(200));
     match ws.write(msg.clone()).await {
@@ -97,7 +105,10 @@ async fn a_reader_that_never_writes_still_answers_pings_behind_queued_data() {
     let mut mock = MockStream::new();
     mock.push_input(client_frame(OpCode::Ping, b"ping 1"));
     mock.push_input(client_frame(OpCode::Text, b"data"));
-    let mut ws = WebSocketStream::from_raw_socket(AsyncMock(mock), Role::Server, Config::default());
+    let mut ws = WebSocketStream::from_context(
+        AsyncMock(mock),
+        WebSocketContext::new(Role::Server, Config::default()),
+    );
     ws.write(Message::text("unflushed")).await.unwrap();
     assert_eq!(
         ws.next().await.unwrap().unwrap(),
@@ -118,7 +129,10 @@ async fn stream_ends_after_the_closing_handshake() {
     let mut mock = MockStream::new();
     mock.push_input(client_frame(OpCode::Text, b"last words"));
     mock.push_input(client_frame(OpCode::Close, &[0x03, 0xE8]));
-    let mut ws = WebSocketStream::from_raw_socket(AsyncMock(mock), Role::Server, Config::default());
+    let mut ws = WebSocketStream::from_context(
+        AsyncMock(mock),
+        WebSocketContext::new(Role::Server, Config::default()),
+    );
     assert_eq!(
         ws.next().await.unwrap().unwrap(),
         Message::text("last words")
@@ -140,8 +154,10 @@ async fn prepared_messages_follow_the_write_flush_contract_whole_and_split() {
     // Small frames are copied, large ones shared: both kinds, interleaved.
     let small = PreparedMessage::new(Message::text("tick"));
     let large = PreparedMessage::new(Message::binary(vec![9u8; 4096]));
-    let mut ws =
-        WebSocketStream::from_raw_socket(AsyncMock::default(), Role::Server, Config::default());
+    let mut ws = WebSocketStream::from_context(
+        AsyncMock::default(),
+        WebSocketContext::new(Role::Server, Config::default()),
+    );
     for _ in 0..10 {
         ws.write_prepared(&small).await.unwrap();
         ws.write_prepared(&large).await.unwrap();
@@ -164,7 +180,7 @@ async fn prepared_messages_follow_the_write_flush_contract_whole_and_split() {
             .all(|f| f.payload == [9u8; 4096])
     );
 
-    let (mut write, read) = ws.split();
+    let (mut write, read) = ws.into_split();
     write.write_prepared(&small).await.unwrap();
     write.flush().await.unwrap();
     let ws = read.reunite(write).unwrap();

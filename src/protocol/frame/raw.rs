@@ -266,11 +266,6 @@ impl Frame {
         };
         Frame::from_payload(header, payload)
     }
-
-    /// Whether this is a data frame (any data opcode).
-    pub(crate) fn is_data(&self) -> bool {
-        matches!(self.header().opcode, OpCode::Data(_))
-    }
 }
 
 impl fmt::Debug for Frame {

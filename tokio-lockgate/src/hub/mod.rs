@@ -30,16 +30,16 @@
 //! // A connection (here an in-memory one) joins a topic; its write side
 //! // forwards what is published there.
 //! let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-//! let server = WebSocketStream::from_raw_socket(server_io, Role::Server, Config::default());
+//! let server = WebSocketStream::from_raw_socket(server_io, Role::Server, Config::default()).await;
 //! let mut subscriber = hub.subscriber();
 //! subscriber.subscribe("prices");
-//! let (mut write, _read) = server.split();
+//! let (mut write, _read) = server.into_split();
 //! let forwarding = tokio::spawn(async move { subscriber.forward(&mut write).await });
 //!
 //! let published = hub.publish("prices", &PreparedMessage::new(Message::text("EURUSD 1.0842"))).await;
 //! assert_eq!(published.queued, 1);
 //!
-//! let mut client = WebSocketStream::from_raw_socket(client_io, Role::Client, Config::default());
+//! let mut client = WebSocketStream::from_raw_socket(client_io, Role::Client, Config::default()).await;
 //! assert_eq!(client.next().await.unwrap()?, Message::text("EURUSD 1.0842"));
 //! # forwarding.abort();
 //! # Ok(())

@@ -255,7 +255,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> PreparedSink for WebSocketStream<
     }
 
     fn flush(&mut self) -> impl Future<Output = lockgate::Result<()>> + Send {
-        WebSocketStream::flush(self)
+        crate::SendFlush::flush(self)
     }
 
     fn close(

@@ -5,7 +5,8 @@
 
 #[path = "../../../tests/support/mod.rs"]
 mod core_support;
-pub mod programs;
+#[cfg(unix)]
+pub use core_support::programs;
 pub use core_support::tinyproxy;
 
 use std::io::{self, IoSlice, Read, Write};

@@ -2,11 +2,11 @@
 //! back. One task per connection.
 //!
 //! ```text
-//! cargo run -p tokio-lockgate --example echo-server              # ws://127.0.0.1:9001
-//! cargo run -p tokio-lockgate --example echo-server -- 0.0.0.0:8080
+//! cargo run -p tokio-lockgate --example tokio-echo-server              # ws://127.0.0.1:9001
+//! cargo run -p tokio-lockgate --example tokio-echo-server -- 0.0.0.0:8080
 //! ```
 //!
-//! Then talk to it with `cargo run -p tokio-lockgate --example client`, or
+//! Then talk to it with `cargo run -p tokio-lockgate --example tokio-client`, or
 //! load it with `cargo run --release -p lockgate-loadgen -- --url
 //! ws://127.0.0.1:9001`.
 //!
@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio_lockgate::Error;
@@ -37,19 +37,23 @@ async fn main() -> std::io::Result<()> {
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:9001".to_owned());
     let listener = TcpListener::bind(&addr).await?;
-    println!("echo-server listening on ws://{}", listener.local_addr()?);
+    let local = listener.local_addr()?;
+    println!("tokio-echo-server listening on ws://{local}");
 
     let stats = Arc::new(Stats::default());
     tokio::spawn(report(Arc::clone(&stats)));
 
+    let mut backoff = AcceptBackoff::default();
     loop {
         let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
+            Ok(accepted) => {
+                backoff.succeeded();
+                accepted
+            }
             Err(err) => {
-                // Out of file descriptors, for one: back off instead of
-                // spinning on the error.
-                eprintln!("accept failed: {err}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Out of file descriptors, for one: wait for connections to
+                // close instead of spinning on the error.
+                tokio::time::sleep(backoff.failed(&err)).await;
                 continue;
             }
         };
@@ -113,5 +117,46 @@ async fn report(stats: Arc<Stats>) {
             );
             last = Some(now);
         }
+    }
+}
+
+/// The wait after a failed `accept`. Out of file descriptors (EMFILE), every
+/// `accept` fails until a connection closes: retrying at once would spin a
+/// core and flood the log. The wait doubles from 5 ms to 1 s and an accepted
+/// connection resets it; failures are reported at most once a second, with
+/// a count.
+#[derive(Default)]
+struct AcceptBackoff {
+    delay: Duration,
+    unreported: u64,
+    last_report: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+    const REPORT_EVERY: Duration = Duration::from_secs(1);
+
+    /// Counts a failure, reports it unless the last report is recent, and
+    /// returns how long to wait before the next `accept`.
+    fn failed(&mut self, err: &std::io::Error) -> Duration {
+        self.unreported += 1;
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        if self
+            .last_report
+            .is_none_or(|at| at.elapsed() >= Self::REPORT_EVERY)
+        {
+            eprintln!(
+                "accept failed: {err} ({} failure(s) since the last report; next try in {:?})",
+                self.unreported, self.delay
+            );
+            self.unreported = 0;
+            self.last_report = Some(Instant::now());
+        }
+        self.delay
+    }
+
+    fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
     }
 }

@@ -1,13 +1,17 @@
 //! Example programs run as processes by tests: started from the built
 //! binaries, their output read line by line, ended by PID when dropped.
+//! Used by both crates' tests (tokio-lockgate's support re-exports it).
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use lockgate::Message;
 
 /// How long any one expected line may take.
 pub const WAIT: Duration = Duration::from_secs(20);
@@ -18,6 +22,7 @@ pub struct Program {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
+    stderr: Arc<Mutex<Vec<String>>>,
 }
 
 impl Program {
@@ -26,6 +31,19 @@ impl Program {
     pub fn start(name: &'static str, args: &[&str]) -> Program {
         let mut command = Command::new(example_path(name));
         command.args(args).env("RUST_LOG", "info");
+        Program::spawn(name, command)
+    }
+
+    /// Starts example `name` with `args`, allowed at most `limit` open file
+    /// descriptors (`ulimit -n`, then `exec`: the PID is the example's).
+    pub fn start_with_fd_limit(name: &'static str, args: &[&str], limit: u32) -> Program {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!(r#"ulimit -n {limit} && exec "$0" "$@""#))
+            .arg(example_path(name))
+            .args(args)
+            .env("RUST_LOG", "info");
         Program::spawn(name, command)
     }
 
@@ -41,16 +59,20 @@ impl Program {
             .spawn()
             .unwrap_or_else(|e| panic!("starting {name}: {e}"));
         let (tx, lines) = channel();
+        let stderr_lines = Arc::new(Mutex::new(Vec::new()));
         let stdout = child.stdout.take().unwrap();
         let stderr = child.stderr.take().unwrap();
-        for output in [
-            Box::new(stdout) as Box<dyn std::io::Read + Send>,
-            Box::new(stderr),
+        for (output, keep) in [
+            (Box::new(stdout) as Box<dyn std::io::Read + Send>, None),
+            (Box::new(stderr), Some(Arc::clone(&stderr_lines))),
         ] {
             let tx = tx.clone();
             thread::spawn(move || {
                 for line in BufReader::new(output).lines() {
                     let Ok(line) = line else { break };
+                    if let Some(keep) = &keep {
+                        keep.lock().unwrap().push(line.clone());
+                    }
                     if tx.send(line).is_err() {
                         break;
                     }
@@ -63,7 +85,13 @@ impl Program {
             child,
             stdin,
             lines,
+            stderr: stderr_lines,
         }
+    }
+
+    /// Every line written to stderr so far.
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
     }
 
     /// Waits for a line containing `needle`; panics with what was seen.
@@ -125,8 +153,8 @@ pub fn example_path(name: &str) -> PathBuf {
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         path.exists(),
-        "{} is not built: `cargo test -p tokio-lockgate` builds the examples \
-         (or `cargo build -p tokio-lockgate --examples`)",
+        "{} is not built: `cargo test -p <package>` builds the package's examples \
+         (or `cargo build -p <package> --examples`)",
         path.display()
     );
     path
@@ -136,4 +164,70 @@ pub fn example_path(name: &str) -> PathBuf {
 pub fn free_address() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().to_string()
+}
+
+/// The most times a failing `accept` may be reported on stderr while the
+/// connections are held.
+const ACCEPT_REPORTS: usize = 10;
+
+/// Runs echo-server example `name` (one that takes its address as the first
+/// argument and prints "listening on") with 32 file descriptors, holds 80
+/// connections open for a few seconds, so that `accept` keeps failing with
+/// EMFILE, and closes them. The example must report the failures a few
+/// times, not once per retry; must retry a few times, not spin (each report
+/// counts the failures since the one before); and must serve a new client
+/// once the connections are gone. Its other stderr lines may only be about
+/// single connections (the tokio example logs each failed handshake): one
+/// per connection at most.
+pub fn echo_server_survives_fd_exhaustion(name: &'static str) {
+    const CONNECTIONS: usize = 80;
+    const HOLD: Duration = Duration::from_millis(2500);
+    let addr = free_address();
+    let server = Program::start_with_fd_limit(name, &[&addr], 32);
+    server.expect_line("listening on");
+
+    // More than the example has descriptors for; the rest wait in the
+    // listen backlog, and `accept` fails on them.
+    let held: Vec<TcpStream> = (0..CONNECTIONS)
+        .map(|_| TcpStream::connect_timeout(&addr.parse().unwrap(), WAIT).unwrap())
+        .collect();
+    server.expect_line("accept failed");
+    thread::sleep(HOLD);
+    drop(held);
+
+    // Served once the held connections are gone (after at most one more
+    // wait, a second at most).
+    let (mut ws, _) = lockgate::connect(format!("ws://{addr}")).unwrap();
+    ws.send(Message::text("still here")).unwrap();
+    assert_eq!(ws.read().unwrap(), Message::text("still here"));
+    ws.close(None).unwrap();
+    while ws.read().is_ok() {}
+
+    let stderr = server.stderr_lines();
+    let (reports, others): (Vec<&String>, Vec<&String>) = stderr
+        .iter()
+        .partition(|line| line.contains("accept failed"));
+    assert!(
+        reports.len() <= ACCEPT_REPORTS && others.len() <= CONNECTIONS + 1,
+        "{name}: {} accept reports and {} other lines on stderr: {stderr:#?}",
+        reports.len(),
+        others.len()
+    );
+    // A failing accept retried at once is hundreds of thousands of tries a
+    // second; backing off from 5 ms to 1 s, about a dozen in all.
+    let retries: u64 = reports.iter().map(|line| failures_in(line)).sum();
+    assert!(
+        (1..100).contains(&retries),
+        "{name}: {retries} failed accepts reported: {reports:#?}"
+    );
+}
+
+/// N from an echo server's "accept failed: ... (N failure(s) since the last
+/// report; ...)".
+fn failures_in(report: &str) -> u64 {
+    report
+        .split_once(" failure(s) since the last report")
+        .and_then(|(before, _)| before.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no failure count in {report:?}"))
 }

@@ -8,9 +8,11 @@
 //! or by hand:
 //!
 //! ```text
-//! cargo run --release -p tokio-lockgate --example autobahn-server -- 127.0.0.1:9002
+//! cargo run --release -p tokio-lockgate --example tokio-autobahn-server -- 127.0.0.1:9002
 //! kosoku 127.0.0.1:9002 -x '12.*' -x '13.*'
 //! ```
+
+use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio_lockgate::{Error, Message};
@@ -21,14 +23,17 @@ async fn main() -> std::io::Result<()> {
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:9002".to_owned());
     let listener = TcpListener::bind(&addr).await?;
-    println!("autobahn-server listening on {}", listener.local_addr()?);
+    let local = listener.local_addr()?;
+    println!("tokio-autobahn-server listening on {local}");
 
+    let mut backoff = AcceptBackoff::default();
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
+                backoff.succeeded();
                 tokio::spawn(handle(stream));
             }
-            Err(err) => eprintln!("accept failed: {err}"),
+            Err(err) => tokio::time::sleep(backoff.failed(&err)).await,
         }
     }
 }
@@ -77,4 +82,45 @@ fn config() -> tokio_lockgate::Config {
     tokio_lockgate::Config::default().deflate(Some(
         tokio_lockgate::deflate::DeflateConfig::default().min_compress_size(0),
     ))
+}
+
+/// The wait after a failed `accept`. Out of file descriptors (EMFILE), every
+/// `accept` fails until a connection closes: retrying at once would spin a
+/// core and flood the log. The wait doubles from 5 ms to 1 s and an accepted
+/// connection resets it; failures are reported at most once a second, with
+/// a count.
+#[derive(Default)]
+struct AcceptBackoff {
+    delay: Duration,
+    unreported: u64,
+    last_report: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+    const REPORT_EVERY: Duration = Duration::from_secs(1);
+
+    /// Counts a failure, reports it unless the last report is recent, and
+    /// returns how long to wait before the next `accept`.
+    fn failed(&mut self, err: &std::io::Error) -> Duration {
+        self.unreported += 1;
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        if self
+            .last_report
+            .is_none_or(|at| at.elapsed() >= Self::REPORT_EVERY)
+        {
+            eprintln!(
+                "accept failed: {err} ({} failure(s) since the last report; next try in {:?})",
+                self.unreported, self.delay
+            );
+            self.unreported = 0;
+            self.last_report = Some(Instant::now());
+        }
+        self.delay
+    }
+
+    fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
+    }
 }

@@ -6,10 +6,13 @@
 //! `send(2)` when it fits), and `send` is `write` + `flush`.
 //!
 //! ```text
-//! cargo run -p tokio-lockgate --example echo-server &
-//! cargo run -p tokio-lockgate --example client                 # ws://127.0.0.1:9001
-//! cargo run -p tokio-lockgate --example client -- ws://example.com:8080/echo
+//! cargo run -p tokio-lockgate --example tokio-echo-server      # in one terminal
+//! cargo run -p tokio-lockgate --example tokio-client           # ws://127.0.0.1:9001
+//! cargo run -p tokio-lockgate --example tokio-client -- ws://127.0.0.1:9003/ws   # hyper-upgrade
+//! cargo run -p tokio-lockgate --example tokio-client -- ws://example.com:8080/echo
 //! ```
+//!
+//! It exits with an error unless every echo matches what was sent.
 
 use std::process::ExitCode;
 
@@ -24,7 +27,13 @@ async fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(err) => {
-            eprintln!("client: {err}");
+            eprintln!("tokio-client: {url}: {err}");
+            if matches!(&err, Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused) {
+                eprintln!(
+                    "tokio-client: no server there? \
+                     `cargo run -p tokio-lockgate --example tokio-echo-server` starts one"
+                );
+            }
             ExitCode::FAILURE
         }
     }

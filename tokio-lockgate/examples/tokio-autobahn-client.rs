@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! kosoku -m fuzzingserver 127.0.0.1:9001 -x '12.*' -x '13.*'
-//! cargo run --release -p tokio-lockgate --example autobahn-client -- ws://127.0.0.1:9001
+//! cargo run --release -p tokio-lockgate --example tokio-autobahn-client -- ws://127.0.0.1:9001
 //! ```
 
 use std::process::ExitCode;
@@ -33,34 +33,34 @@ async fn main() -> ExitCode {
     let count = match case_count(base).await {
         Ok(count) => count,
         Err(err) => {
-            eprintln!("autobahn-client: getCaseCount failed: {err}");
+            eprintln!("tokio-autobahn-client: getCaseCount failed: {err}");
             return ExitCode::FAILURE;
         }
     };
-    println!("autobahn-client: running {count} cases against {base}");
+    println!("tokio-autobahn-client: running {count} cases against {base}");
 
     let mut failed = 0;
     for case in 1..=count {
         if let Err(err) = run_case(base, case).await {
             failed += 1;
-            eprintln!("autobahn-client: case {case}: {err}");
+            eprintln!("tokio-autobahn-client: case {case}: {err}");
         }
         if case % 50 == 0 || case == count {
             println!(
-                "autobahn-client: {case}/{count} cases, {:.1}s",
+                "tokio-autobahn-client: {case}/{count} cases, {:.1}s",
                 started.elapsed().as_secs_f64()
             );
         }
     }
 
     if let Err(err) = update_reports(base).await {
-        eprintln!("autobahn-client: updateReports failed: {err}");
+        eprintln!("tokio-autobahn-client: updateReports failed: {err}");
         return ExitCode::FAILURE;
     }
     if failed > 0 {
         // The report holds the verdicts; these are connections that could
         // not even be opened.
-        eprintln!("autobahn-client: {failed} case(s) could not be run");
+        eprintln!("tokio-autobahn-client: {failed} case(s) could not be run");
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
@@ -84,7 +84,7 @@ async fn case_count(base: &str) -> tokio_lockgate::Result<u32> {
             Err(Error::ConnectionClosed | Error::AlreadyClosed) => break,
             Err(err) if count.is_some() => {
                 // We have what we came for; how the server hung up is moot.
-                eprintln!("autobahn-client: getCaseCount: {err}");
+                eprintln!("tokio-autobahn-client: getCaseCount: {err}");
                 break;
             }
             Err(err) => return Err(err),

@@ -1,0 +1,156 @@
+//! Streams that are plain or TLS, chosen at run time: what
+//! [`connect`](crate::connect) returns for `ws://` and `wss://` alike.
+//!
+//! The names and shapes are tungstenite's (`stream::{MaybeTlsStream, Mode,
+//! NoDelay}`). The TLS variants exist with the `rustls` (or
+//! `rustls-tls-*-roots`) and `native-tls` features.
+
+use std::fmt;
+use std::io::{self, IoSlice, Read, Write};
+use std::net::TcpStream;
+
+/// Plain or TLS, as a URL's scheme says (see
+/// [`uri_mode`](crate::client::uri_mode)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `ws://`.
+    Plain,
+    /// `wss://`.
+    Tls,
+}
+
+/// Sets `TCP_NODELAY` on a stream, or on the TCP stream under its TLS.
+pub trait NoDelay {
+    /// Sets `TCP_NODELAY` to `nodelay`.
+    ///
+    /// # Errors
+    ///
+    /// The socket option could not be set.
+    fn set_nodelay(&mut self, nodelay: bool) -> io::Result<()>;
+}
+
+impl NoDelay for TcpStream {
+    fn set_nodelay(&mut self, nodelay: bool) -> io::Result<()> {
+        TcpStream::set_nodelay(self, nodelay)
+    }
+}
+
+impl<S: Read + Write + NoDelay> NoDelay for MaybeTlsStream<S> {
+    fn set_nodelay(&mut self, nodelay: bool) -> io::Result<()> {
+        self.get_mut().set_nodelay(nodelay)
+    }
+}
+
+/// A stream that is either plain or secured with TLS.
+///
+/// It reads and writes like the stream it wraps; [`get_ref`](Self::get_ref)
+/// and [`get_mut`](Self::get_mut) reach the transport under the TLS layer
+/// (to read a `TcpStream`'s peer address, say).
+#[non_exhaustive]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "tungstenite's shape: code that matches on the variants ports unchanged"
+)]
+pub enum MaybeTlsStream<S: Read + Write> {
+    /// No TLS (`ws://`).
+    Plain(S),
+    /// TLS by native-tls (feature `native-tls`).
+    #[cfg(feature = "native-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "native-tls")))]
+    NativeTls(native_tls::TlsStream<S>),
+    /// TLS by rustls (feature `rustls`).
+    #[cfg(feature = "rustls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+    Rustls(rustls::StreamOwned<rustls::ClientConnection, S>),
+}
+
+impl<S: Read + Write> MaybeTlsStream<S> {
+    /// The transport: the stream itself when plain, the stream under the
+    /// TLS layer otherwise.
+    pub fn get_ref(&self) -> &S {
+        match self {
+            MaybeTlsStream::Plain(stream) => stream,
+            #[cfg(feature = "native-tls")]
+            MaybeTlsStream::NativeTls(stream) => stream.get_ref(),
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(stream) => stream.get_ref(),
+        }
+    }
+
+    /// The transport, mutably, for its own settings. Reading or writing it
+    /// directly corrupts the TLS session above it.
+    pub fn get_mut(&mut self) -> &mut S {
+        match self {
+            MaybeTlsStream::Plain(stream) => stream,
+            #[cfg(feature = "native-tls")]
+            MaybeTlsStream::NativeTls(stream) => stream.get_mut(),
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(stream) => stream.get_mut(),
+        }
+    }
+
+    /// Whether the stream is secured with TLS.
+    pub fn is_tls(&self) -> bool {
+        !matches!(self, MaybeTlsStream::Plain(_))
+    }
+}
+
+impl<S: Read + Write + fmt::Debug> fmt::Debug for MaybeTlsStream<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MaybeTlsStream::Plain(stream) => f.debug_tuple("Plain").field(stream).finish(),
+            #[cfg(feature = "native-tls")]
+            MaybeTlsStream::NativeTls(stream) => f.debug_tuple("NativeTls").field(stream).finish(),
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(stream) => f
+                .debug_struct("Rustls")
+                .field("conn", &stream.conn)
+                .field("sock", &stream.sock)
+                .finish(),
+        }
+    }
+}
+
+impl<S: Read + Write> Read for MaybeTlsStream<S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            MaybeTlsStream::Plain(stream) => stream.read(buf),
+            #[cfg(feature = "native-tls")]
+            MaybeTlsStream::NativeTls(stream) => stream.read(buf),
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(stream) => stream.read(buf),
+        }
+    }
+}
+
+impl<S: Read + Write> Write for MaybeTlsStream<S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            MaybeTlsStream::Plain(stream) => stream.write(buf),
+            #[cfg(feature = "native-tls")]
+            MaybeTlsStream::NativeTls(stream) => stream.write(buf),
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(stream) => stream.write(buf),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            MaybeTlsStream::Plain(stream) => stream.write_vectored(bufs),
+            #[cfg(feature = "native-tls")]
+            MaybeTlsStream::NativeTls(stream) => stream.write_vectored(bufs),
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(stream) => stream.write_vectored(bufs),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            MaybeTlsStream::Plain(stream) => stream.flush(),
+            #[cfg(feature = "native-tls")]
+            MaybeTlsStream::NativeTls(stream) => stream.flush(),
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(stream) => stream.flush(),
+        }
+    }
+}

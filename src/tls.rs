@@ -1,0 +1,454 @@
+//! TLS for `wss://`: the [`Connector`] that says how a client connection is
+//! secured, used by the blocking driver here and by tokio-lockgate, and
+//! [`client_tls`] / [`client_tls_with_config`].
+//!
+//! Two TLS libraries, each behind a feature: rustls (`rustls`, or with
+//! root certificates `rustls-tls-webpki-roots` / `rustls-tls-native-roots`)
+//! and native-tls (`native-tls`, `native-tls-vendored`). Without a
+//! connector, `wss://` uses native-tls when that feature is on, else
+//! rustls with the roots of the enabled root features.
+//!
+//! rustls needs a crypto provider. lockgate uses the process's default
+//! provider if one was installed (`CryptoProvider::install_default`), and
+//! otherwise ring, which it links: the choice is made the same way however
+//! many providers the process links, and never panics.
+
+use std::io::{Read, Write};
+#[cfg(feature = "rustls")]
+use std::sync::Arc;
+
+#[cfg(feature = "native-tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "native-tls")))]
+pub use native_tls;
+#[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub use rustls;
+
+use crate::client::{ClientHandshake, IntoClientRequest, uri_mode};
+#[cfg(any(feature = "rustls", feature = "native-tls"))]
+use crate::error::TlsError;
+use crate::error::{Error, Result, UrlError};
+use crate::handshake::HandshakeError;
+use crate::handshake::client::Response;
+use crate::protocol::WebSocketConfig;
+use crate::stream::{MaybeTlsStream, Mode};
+use crate::websocket::WebSocket;
+
+/// How a client connection is secured: plain, or TLS through one of the
+/// enabled TLS libraries, with your settings (root certificates, client
+/// certificates, ALPN).
+///
+/// Passing none lets the URL decide: `ws://` is plain and `wss://` uses
+/// the default TLS setup (see the [module documentation](self)). A
+/// connector decides only for `wss://`: a `ws://` URL is always plain.
+///
+/// # Examples
+///
+/// Trusting a private certificate authority (feature `rustls`):
+///
+/// ```
+/// # #[cfg(feature = "rustls")] {
+/// use std::sync::Arc;
+/// use lockgate::tls::rustls::RootCertStore;
+/// use lockgate::{ClientOptions, Connector};
+///
+/// let mut roots = RootCertStore::empty();
+/// // roots.add(your_ca_certificate)?;
+/// let config = lockgate::tls::client_config(roots)?;
+/// let options = ClientOptions::new().tls(Connector::Rustls(Arc::new(config)));
+/// // options.connect("wss://internal.example:8443/feed")?;
+/// # drop(options);
+/// # }
+/// # Ok::<(), lockgate::Error>(())
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Connector {
+    /// Never TLS: a `wss://` URL is then an error rather than a silent
+    /// downgrade to plain text.
+    Plain,
+    /// TLS by native-tls with this connector (feature `native-tls`).
+    #[cfg(feature = "native-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "native-tls")))]
+    NativeTls(native_tls::TlsConnector),
+    /// TLS by rustls with this configuration, used as given (set ALPN
+    /// `http/1.1` if your server needs one) (feature `rustls`).
+    #[cfg(feature = "rustls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+    Rustls(Arc<rustls::ClientConfig>),
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Connector::Plain => f.write_str("Plain"),
+            #[cfg(feature = "native-tls")]
+            Connector::NativeTls(_) => f.write_str("NativeTls(..)"),
+            #[cfg(feature = "rustls")]
+            Connector::Rustls(config) => f.debug_tuple("Rustls").field(config).finish(),
+        }
+    }
+}
+
+impl Connector {
+    /// The connector `wss://` uses when none is given: native-tls's
+    /// default when the `native-tls` feature is on, else rustls trusting
+    /// the roots of the `rustls-tls-webpki-roots` and
+    /// `rustls-tls-native-roots` features, with ALPN `http/1.1` (built once
+    /// per process and shared).
+    ///
+    /// # Errors
+    ///
+    /// [`UrlError::TlsFeatureNotEnabled`] without a TLS feature;
+    /// [`Error::Url`] when rustls has no root certificate feature;
+    /// [`Error::Io`] when the operating system's store gave no root
+    /// certificate; [`Error::Tls`] when native-tls cannot start.
+    pub fn for_wss() -> Result<Connector> {
+        #[cfg(feature = "native-tls")]
+        {
+            let connector = native_tls::TlsConnector::new().map_err(TlsError::from)?;
+            Ok(Connector::NativeTls(connector))
+        }
+        #[cfg(all(feature = "rustls", not(feature = "native-tls")))]
+        {
+            Ok(Connector::Rustls(rustls_default::config()?))
+        }
+        #[cfg(not(any(feature = "rustls", feature = "native-tls")))]
+        {
+            Err(UrlError::TlsFeatureNotEnabled.into())
+        }
+    }
+
+    /// Secures `stream` for a connection to `host` as `mode` asks: as it is
+    /// for [`Mode::Plain`], else with TLS through this connector. The TLS
+    /// handshake itself runs on the first read or write (for rustls) or
+    /// here (for native-tls).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Url`] for [`Mode::Tls`] with [`Connector::Plain`];
+    /// [`InvalidDnsName`](crate::error::TlsError::InvalidDnsName)
+    /// for a host that is not a server name; [`Error::Tls`] and
+    /// [`Error::Io`] for a failed native-tls handshake.
+    pub fn wrap_stream<S: Read + Write + 'static>(
+        self,
+        stream: S,
+        host: &str,
+        mode: Mode,
+    ) -> Result<MaybeTlsStream<S>> {
+        if mode == Mode::Plain {
+            return Ok(MaybeTlsStream::Plain(stream));
+        }
+        let _ = host;
+        match self {
+            Connector::Plain => Err(UrlError::Invalid(
+                "a wss:// URL with Connector::Plain: use a ws:// URL for a plain connection, \
+                 or a TLS connector"
+                    .to_owned(),
+            )
+            .into()),
+            #[cfg(feature = "native-tls")]
+            Connector::NativeTls(connector) => {
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                match connector.connect(host, stream) {
+                    Ok(stream) => Ok(MaybeTlsStream::NativeTls(stream)),
+                    Err(native_tls::HandshakeError::Failure(error)) => {
+                        Err(Error::Tls(error.into()))
+                    }
+                    // A read timed out: on a TcpStream whose read timeout
+                    // bounds the dial, the deadline has passed.
+                    Err(native_tls::HandshakeError::WouldBlock(mid))
+                        if timed_out(mid.get_ref()) =>
+                    {
+                        Err(Error::Timeout(crate::error::TimeoutKind::Handshake))
+                    }
+                    Err(native_tls::HandshakeError::WouldBlock(_)) => Err(std::io::Error::new(
+                        std::io::ErrorKind::WouldBlock,
+                        "the native-tls handshake needs a blocking stream",
+                    )
+                    .into()),
+                }
+            }
+            #[cfg(feature = "rustls")]
+            Connector::Rustls(config) => {
+                let name = server_name(host)?;
+                let connection =
+                    rustls::ClientConnection::new(config, name).map_err(TlsError::from)?;
+                Ok(MaybeTlsStream::Rustls(rustls::StreamOwned::new(
+                    connection, stream,
+                )))
+            }
+        }
+    }
+}
+
+/// Whether a native-tls handshake on `stream` has run out of time: never
+/// known here for streams other than a `TcpStream` with a read timeout,
+/// whose expiry makes a blocking handshake would-block (the dial sets it to
+/// the time left).
+#[cfg(feature = "native-tls")]
+fn timed_out<S: 'static>(stream: &S) -> bool {
+    let any: &dyn std::any::Any = stream;
+    any.downcast_ref::<std::net::TcpStream>()
+        .is_some_and(|tcp| tcp.read_timeout().ok().flatten().is_some())
+}
+
+/// The name a rustls client verifies the server's certificate against:
+/// the URL's host as a DNS name or an IP address (an IPv6 literal may keep
+/// its brackets: `[::1]`).
+///
+/// # Errors
+///
+/// [`InvalidDnsName`](crate::error::TlsError::InvalidDnsName) for
+/// a host that is neither.
+#[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub fn server_name(host: &str) -> Result<rustls::pki_types::ServerName<'static>> {
+    use rustls::pki_types::{IpAddr, ServerName};
+
+    let invalid = || Error::Tls(TlsError::InvalidDnsName);
+    match host
+        .strip_prefix('[')
+        .and_then(|literal| literal.strip_suffix(']'))
+    {
+        // Brackets enclose an IPv6 address and nothing else (RFC 3986).
+        Some(literal) => match ServerName::try_from(literal.to_owned()) {
+            Ok(name @ ServerName::IpAddress(IpAddr::V6(_))) => Ok(name),
+            _ => Err(invalid()),
+        },
+        None => ServerName::try_from(host.to_owned()).map_err(|_| invalid()),
+    }
+}
+
+/// The rustls configuration for `wss://` without a connector (when
+/// native-tls, which is preferred, is not built).
+#[cfg(all(feature = "rustls", not(feature = "native-tls")))]
+mod rustls_default {
+    use std::sync::{Arc, OnceLock};
+
+    use crate::error::Result;
+
+    /// Built on first use and shared after that (loading the roots is the
+    /// costly part); a failure is not kept, so the next call tries again.
+    pub(super) fn config() -> Result<Arc<rustls::ClientConfig>> {
+        static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+        if let Some(config) = CONFIG.get() {
+            return Ok(Arc::clone(config));
+        }
+        let config = Arc::new(super::client_config(roots()?)?);
+        Ok(Arc::clone(CONFIG.get_or_init(|| config)))
+    }
+
+    #[cfg(not(any(
+        feature = "rustls-tls-webpki-roots",
+        feature = "rustls-tls-native-roots"
+    )))]
+    fn roots() -> Result<rustls::RootCertStore> {
+        Err(crate::error::UrlError::Invalid(
+            "wss:// without a Connector needs root certificates: enable the \
+             `rustls-tls-webpki-roots` or `rustls-tls-native-roots` feature, or pass \
+             `Connector::Rustls` with your own rustls `ClientConfig`"
+                .to_owned(),
+        )
+        .into())
+    }
+
+    #[cfg(any(
+        feature = "rustls-tls-webpki-roots",
+        feature = "rustls-tls-native-roots"
+    ))]
+    fn roots() -> Result<rustls::RootCertStore> {
+        #[allow(unused_mut, reason = "mutated only by the root features that are on")]
+        let mut roots = rustls::RootCertStore::empty();
+        #[cfg(feature = "rustls-tls-webpki-roots")]
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        #[cfg(feature = "rustls-tls-native-roots")]
+        {
+            let loaded = rustls_native_certs::load_native_certs();
+            // Unparsable certificates are skipped, as are load errors when
+            // something was found: one bad file must not stop every
+            // connection.
+            roots.add_parsable_certificates(loaded.certs);
+            if roots.is_empty() {
+                let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "the operating system's certificate store gave no root certificate \
+                         (errors: [{}]); enable the `rustls-tls-webpki-roots` feature or pass \
+                         `Connector::Rustls`",
+                        errors.join("; ")
+                    ),
+                )
+                .into());
+            }
+        }
+        Ok(roots)
+    }
+}
+
+/// A rustls client configuration trusting `roots`, with ALPN `http/1.1`,
+/// on the process's default crypto provider if one was installed and on
+/// ring otherwise.
+///
+/// # Errors
+///
+/// [`Error::Tls`] if the provider supports no safe protocol version.
+#[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub fn client_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfig> {
+    let provider = rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(TlsError::from)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// The error [`client_tls`] fails with: a client handshake over the
+/// secured stream.
+type TlsHandshakeError<S> = HandshakeError<ClientHandshake<MaybeTlsStream<S>>>;
+
+/// The client handshake for `request` over `stream`, secured with TLS
+/// first for a `wss://` URL (the default connector, see [`Connector`]).
+///
+/// # Errors
+///
+/// As for [`client_tls_with_config`].
+pub fn client_tls<R, S>(
+    request: R,
+    stream: S,
+) -> std::result::Result<(WebSocket<MaybeTlsStream<S>>, Response), TlsHandshakeError<S>>
+where
+    R: IntoClientRequest,
+    S: Read + Write + 'static,
+{
+    client_tls_with_config(request, stream, None, None)
+}
+
+/// [`client_tls`] with a configuration and a [`Connector`] (`None`: the
+/// default for the URL's scheme).
+///
+/// # Errors
+///
+/// [`HandshakeError::Failure`] with [`Error::Url`] for an unusable URL (or
+/// `wss://` without a TLS feature), [`Error::Tls`] for a TLS failure, and
+/// the errors of [`client`](crate::client()); [`HandshakeError::Interrupted`]
+/// when a non-blocking stream would block: call
+/// [`handshake`](crate::handshake::MidHandshake::handshake) on it again
+/// once the stream is ready.
+pub fn client_tls_with_config<R, S>(
+    request: R,
+    stream: S,
+    config: Option<WebSocketConfig>,
+    connector: Option<Connector>,
+) -> std::result::Result<(WebSocket<MaybeTlsStream<S>>, Response), TlsHandshakeError<S>>
+where
+    R: IntoClientRequest,
+    S: Read + Write + 'static,
+{
+    let request = request.into_client_request()?;
+    let mode = uri_mode(request.uri())?;
+    let host = request
+        .uri()
+        .host()
+        .ok_or(Error::Url(UrlError::NoHostName))?
+        .to_owned();
+    let connector = match (connector, mode) {
+        (Some(connector), _) => connector,
+        (None, Mode::Plain) => Connector::Plain,
+        (None, Mode::Tls) => Connector::for_wss()?,
+    };
+    let stream = connector.wrap_stream(stream, &host, mode)?;
+    crate::client::client_with_config(request, stream, config)
+}
+
+/// Completes the TLS handshake of a stream that [`Connector::wrap_stream`]
+/// made, whose TCP read and write timeouts are the time left before the
+/// deadline: a read or write cut short by them means the deadline passed.
+pub(crate) fn finish_handshake(stream: &mut MaybeTlsStream<std::net::TcpStream>) -> Result<()> {
+    match stream {
+        #[cfg(feature = "rustls")]
+        MaybeTlsStream::Rustls(stream) => {
+            while stream.conn.is_handshaking() {
+                if let Err(error) = stream.conn.complete_io(&mut stream.sock) {
+                    return Err(tls_io_error(error));
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// An I/O error of a rustls stream: its TLS failure as [`Error::Tls`], a
+/// timeout as the handshake's.
+#[cfg(feature = "rustls")]
+fn tls_io_error(error: std::io::Error) -> Error {
+    use std::io::ErrorKind;
+    if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+        return Error::Timeout(crate::error::TimeoutKind::Handshake);
+    }
+    let is_tls = error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<rustls::Error>());
+    if is_tls {
+        let inner = error.into_inner().expect("checked above");
+        let tls = inner.downcast::<rustls::Error>().expect("checked above");
+        return Error::Tls(TlsError::from(*tls));
+    }
+    error.into()
+}
+
+#[cfg(all(test, feature = "rustls"))]
+mod tests {
+    use super::*;
+    use rustls::pki_types::{IpAddr, ServerName};
+
+    #[test]
+    fn server_names_from_url_hosts() {
+        assert!(matches!(
+            server_name("example.com").unwrap(),
+            ServerName::DnsName(name) if name.as_ref() == "example.com"
+        ));
+        assert!(matches!(
+            server_name("127.0.0.1").unwrap(),
+            ServerName::IpAddress(IpAddr::V4(_))
+        ));
+        for v6 in ["[::1]", "::1"] {
+            assert!(matches!(
+                server_name(v6).unwrap(),
+                ServerName::IpAddress(IpAddr::V6(_))
+            ));
+        }
+        for bad in ["", "exa mple.com", "[example.com]"] {
+            assert!(
+                matches!(server_name(bad), Err(Error::Tls(TlsError::InvalidDnsName))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_default_config_speaks_http_1_1_and_needs_no_installed_provider() {
+        // No process-wide provider is installed in this test binary: ring
+        // is taken, without a panic.
+        let config = client_config(rustls::RootCertStore::empty()).unwrap();
+        assert_eq!(config.alpn_protocols, vec![b"http/1.1".to_vec()]);
+    }
+
+    #[cfg(all(feature = "rustls-tls-webpki-roots", not(feature = "native-tls")))]
+    #[test]
+    fn the_default_connector_is_built_once() {
+        let (Connector::Rustls(a), Connector::Rustls(b)) =
+            (Connector::for_wss().unwrap(), Connector::for_wss().unwrap())
+        else {
+            panic!("rustls expected");
+        };
+        assert!(Arc::ptr_eq(&a, &b));
+    }
+}
