@@ -1,8 +1,10 @@
 //! The command line.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Parser, ValueEnum};
 
 /// Throughput and latency of tokio-lockgate: echo, one-way and broadcast
 /// traffic over loopback (or to --url), every message verified.
@@ -11,6 +13,9 @@ use clap::{Parser, ValueEnum};
 /// echo server, or for broadcast a standalone lockgate-fanout node. Each
 /// connection writes batches (N x write, one flush). Progress goes to
 /// stderr, the summary to stdout (--json: one JSON object).
+///
+/// Options of another mode, --messages with --duration, and --ca-file
+/// without a wss:// URL are refused (usage error).
 ///
 /// Exit status: 0 when every message arrived as it should, 1 on a failure,
 /// 2 on a usage error, 3 when the watchdog stopped a stuck run.
@@ -29,8 +34,9 @@ pub(crate) struct Args {
     /// Payload bytes per message (echo needs at least 16, broadcast 22).
     #[arg(long, default_value_t = 64)]
     pub(crate) size: usize,
-    /// Messages per connection (per publisher in broadcast mode).
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Messages per connection (per publisher in broadcast mode); not with
+    /// --duration.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "duration")]
     pub(crate) messages: u64,
     /// Send for SECS seconds instead of --messages.
     #[arg(long, value_name = "SECS", value_parser = seconds)]
@@ -43,22 +49,33 @@ pub(crate) struct Args {
     pub(crate) text: bool,
     /// The server: ws://HOST:PORT/PATH for echo and oneway; for broadcast,
     /// once per node, either ws://HOST:PORT (/topics/TOPIC is appended) or
-    /// a full URL with a path.
+    /// a full URL with a path. wss:// trusts the web PKI's CAs (Mozilla's
+    /// roots) and those of --ca-file.
     #[arg(long, value_name = "URL")]
     pub(crate) url: Vec<String>,
+    /// wss://: also trust the CA certificates in this PEM file, for a
+    /// server whose certificate comes from a private CA.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) ca_file: Option<PathBuf>,
     /// Broadcast: subscribing connections, spread over the --urls in turn.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) subscribers: u32,
     /// Broadcast: publishing connections, spread over the --urls in turn.
-    /// They are subscribed too (by their path) and read their own messages
-    /// back, which paces them to what their node delivers.
+    /// They are subscribed too (by their path) and read every message back.
+    /// A publisher keeps at most 4 x --batch of its messages not yet
+    /// received by every connection, which paces it to the slowest. A node
+    /// then queues at most --publishers x 4 x --batch messages for one
+    /// connection: the embedded node's queues hold that many; a node with
+    /// shorter ones (lockgate-fanout's default: 1024) may close connections
+    /// as slow consumers.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) publishers: u32,
-    /// Broadcast: the topic.
+    /// Broadcast: the topic, for --urls without a path.
     #[arg(long, default_value = "loadgen")]
     pub(crate) topic: String,
     /// Broadcast: messages per second per publisher (default: as fast as
-    /// the window allows).
+    /// the slowest connection allows). A publisher behind schedule sends
+    /// what is due together, up to --batch per flush.
     #[arg(long, value_name = "MSGS_PER_SEC")]
     pub(crate) rate: Option<f64>,
     /// Broadcast: a subscriber or publisher closed by a node (1008 slow,
@@ -111,9 +128,49 @@ pub(crate) fn min_size(mode: Mode) -> usize {
     }
 }
 
+/// Options that only broadcast mode uses, by clap id.
+const BROADCAST_ONLY: [&str; 5] = ["subscribers", "publishers", "topic", "rate", "allow_closes"];
+/// Options that broadcast mode does not use.
+const NOT_BROADCAST: [&str; 1] = ["connections"];
+
+/// `--name` of a clap id.
+fn flag(id: &str) -> String {
+    format!("--{}", id.replace('_', "-"))
+}
+
 impl Args {
     /// Checks what clap cannot: an error message for the usage error.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    /// `matches` tell which options were given (rather than defaulted).
+    pub(crate) fn validate(&self, matches: &ArgMatches) -> Result<(), String> {
+        let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+        let broadcast = self.mode == Mode::Broadcast;
+        if let Some(id) = BROADCAST_ONLY.iter().find(|id| !broadcast && given(id)) {
+            return Err(format!(
+                "{} is for --mode broadcast (this run's mode is {})",
+                flag(id),
+                self.mode
+            ));
+        }
+        if let Some(id) = NOT_BROADCAST.iter().find(|id| broadcast && given(id)) {
+            return Err(format!(
+                "{} is for --mode echo and oneway (broadcast has --subscribers and --publishers)",
+                flag(id)
+            ));
+        }
+        if given("topic") {
+            if let Some(url) = self.url.iter().find(|url| crate::broadcast::has_path(url)) {
+                return Err(format!(
+                    "--topic is appended to a --url without a path, and {url} has one"
+                ));
+            }
+        }
+        let wss = |url: &String| {
+            url.get(..6)
+                .is_some_and(|s| s.eq_ignore_ascii_case("wss://"))
+        };
+        if self.ca_file.is_some() && !self.url.iter().any(wss) {
+            return Err("--ca-file is for wss:// servers (--url wss://...)".into());
+        }
         let min = min_size(self.mode);
         if self.size < min {
             return Err(format!(

@@ -3,11 +3,14 @@
 //! exactly once and in order per publisher.
 //!
 //! Subscribers and publishers are spread over the `--url`s in turn.
-//! Publishers are subscribed too (by their path): each reads its own
-//! messages back, and keeps at most a window of them unconfirmed, which
-//! paces it to what its node delivers. A publisher's count of confirmed
-//! messages is what every subscriber must then receive of it; latency is
-//! measured per delivery, same-node or cross-node by the publisher's node.
+//! Publishers are subscribed too (by their path): each reads every message
+//! back, checked like a subscriber's. A publisher keeps at most a window
+//! of its messages not yet received by every connection ([`Pacer`]), so
+//! it goes as fast as the slowest of them, and no node ever has more than
+//! `publishers x window` messages queued for one connection. A
+//! publisher's count of confirmed messages (read back from its own node)
+//! is what every subscriber must then receive of it; latency is measured
+//! per delivery, same-node or cross-node by the publisher's node.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -16,33 +19,49 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
-use tokio_lockgate::{
-    CloseCode, CloseFrame, Error, MaybeTlsStream, Message, WebSocketStream, connect_async,
-};
+use tokio_lockgate::{CloseCode, CloseFrame, Error, Message};
 
 use crate::args::Args;
+use crate::dial::{Dialer, Ws};
 use crate::echo::{CLOSE_REASON, Until, WINDOW_BATCHES};
 use crate::latency::Latency;
+use crate::pacing::Pacer;
 use crate::payload::Payload;
 use crate::report::{BroadcastReport, Closed, NodeReport, Report};
 use crate::shared::{Counter, Shared};
 use crate::verify::Expected;
 
-type Ws = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// After the publishers are done, how long subscribers may take to receive
 /// the rest.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Whether `url` names a path (other than `/`), which is then used as
+/// given rather than `/topics/TOPIC`.
+pub(crate) fn has_path(url: &str) -> bool {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    after_scheme.trim_end_matches('/').contains('/')
+}
+
 /// The URL of `topic` on the node at `url`: as given if it has a path,
 /// else with `/topics/TOPIC` appended.
 pub(crate) fn topic_url(url: &str, topic: &str) -> String {
-    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    if after_scheme.trim_end_matches('/').contains('/') {
+    if has_path(url) {
         url.to_owned()
     } else {
         format!("{}/topics/{topic}", url.trim_end_matches('/'))
     }
+}
+
+/// How many of its messages a publisher may have sent that some
+/// connection has not received yet.
+pub(crate) fn window(args: &Args) -> usize {
+    WINDOW_BATCHES * args.batch as usize
+}
+
+/// The most messages a node ever has queued for one connection of the
+/// run: every publisher's window.
+pub(crate) fn in_flight(args: &Args) -> usize {
+    args.publishers as usize * window(args)
 }
 
 /// What the run's tasks share.
@@ -51,6 +70,12 @@ struct Run {
     payload: Payload,
     allow_closes: bool,
     publishers: usize,
+    /// Receivers `0..subscribers` are the subscribers, then one per
+    /// publisher.
+    subscribers: usize,
+    pacer: Arc<Pacer>,
+    /// [`in_flight`], for the message when a node closes a slow consumer.
+    in_flight: usize,
     /// Each publisher's confirmed count, once all publishers are done.
     sent: watch::Sender<Option<Arc<Vec<u64>>>>,
 }
@@ -69,16 +94,17 @@ struct PublisherOut {
     closed: Option<u16>,
 }
 
-async fn connect(url: &str, what: &str) -> Result<Ws, String> {
-    connect_async(url)
+async fn connect(dialer: &Dialer, url: &str, what: &str) -> Result<Ws, String> {
+    dialer
+        .connect(url)
         .await
-        .map(|(ws, _)| ws)
         .map_err(|err| format!("{what}: connect to {url}: {err}"))
 }
 
 /// Runs the broadcast against `urls` (one per node, topic paths included).
 pub(crate) async fn run(
     args: &Args,
+    dialer: &Dialer,
     urls: &[String],
     shared: Arc<Shared>,
 ) -> Result<Report, String> {
@@ -90,6 +116,13 @@ pub(crate) async fn run(
         payload: Payload::new(args.size, args.text),
         allow_closes: args.allow_closes,
         publishers,
+        subscribers,
+        pacer: Arc::new(Pacer::new(
+            subscribers + publishers,
+            publishers,
+            window(args) as u64,
+        )),
+        in_flight: in_flight(args),
         sent: sent_tx,
     });
 
@@ -99,14 +132,17 @@ pub(crate) async fn run(
         let node = i % urls.len();
         subscriber_ws.push((
             node,
-            connect(&urls[node], &format!("subscriber {i}")).await?,
+            connect(dialer, &urls[node], &format!("subscriber {i}")).await?,
         ));
         shared.connected.fetch_add(1, Ordering::Relaxed);
     }
     let mut publisher_ws = Vec::with_capacity(publishers);
     for j in 0..publishers {
         let node = j % urls.len();
-        publisher_ws.push((node, connect(&urls[node], &format!("publisher {j}")).await?));
+        publisher_ws.push((
+            node,
+            connect(dialer, &urls[node], &format!("publisher {j}")).await?,
+        ));
         shared.connected.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -204,13 +240,20 @@ fn summarize(
 fn node_closed(run: &Run, who: &str, frame: Option<&CloseFrame>) -> Result<u16, String> {
     let code = frame.map_or(1005, |f| u16::from(f.code));
     if run.allow_closes {
-        Ok(code)
-    } else {
-        let reason = frame.map_or("", |f| f.reason.as_str());
-        Err(format!(
-            "{who}: closed by the node with {code} ({reason}); pass --allow-closes to accept that"
-        ))
+        return Ok(code);
     }
+    let reason = frame.map_or("", |f| f.reason.as_str());
+    let mut error = format!(
+        "{who}: closed by the node with {code} ({reason}); pass --allow-closes to accept that"
+    );
+    if frame.is_some_and(|f| f.code == CloseCode::Policy) {
+        error += &format!(
+            ". Up to {} messages are queued for a connection at a time (--publishers x {WINDOW_BATCHES} x --batch): \
+             a node that queues fewer closes it as a slow consumer",
+            run.in_flight
+        );
+    }
+    Err(error)
 }
 
 async fn subscribe(
@@ -221,6 +264,8 @@ async fn subscribe(
     progress: Arc<Counter>,
 ) -> Result<(usize, SubscriberOut), String> {
     let who = format!("subscriber {i} (node {node})");
+    // However this ends, the publishers stop waiting for it.
+    let _leave = run.pacer.guard(i);
     let mut out = SubscriberOut {
         node,
         expected: Expected::new(run.publishers),
@@ -265,6 +310,8 @@ async fn subscribe(
                 out.expected
                     .accept(stamp.publisher, stamp.seq)
                     .map_err(|e| format!("{who}: {e}"))?;
+                run.pacer
+                    .received(i, stamp.publisher as usize, stamp.seq + 1);
                 let latency = now.saturating_sub(stamp.sent_ns);
                 if usize::from(stamp.node) == node {
                     out.same_node.record(latency);
@@ -286,7 +333,9 @@ async fn subscribe(
 }
 
 /// Sends batches until the budget is spent, keeping at most a window of
-/// its messages unconfirmed (not yet read back from its own node).
+/// its messages unconfirmed (not yet read back from its own node), and a
+/// window not yet received by every connection. With a `rate`, what is
+/// due goes out, up to a batch per flush.
 async fn publish(
     j: usize,
     node: usize,
@@ -304,7 +353,7 @@ async fn publish(
     // Set once it sent its own close frame: a close frame after that is
     // the node's reply, not the node closing it.
     let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (mut write, mut read) = ws.split();
+    let (mut write, mut read) = ws.into_split();
 
     let reader = {
         let (run, credits, confirmed, closed, closing, who) = (
@@ -316,8 +365,11 @@ async fn publish(
             who.clone(),
         );
         tokio::spawn(async move {
-            // Its own messages, checked for order; the others' are dropped.
-            let mut own = Expected::new(run.publishers);
+            // A receiver like the subscribers: every message checked for
+            // order, and the publishers paced by it.
+            let receiver = run.subscribers + j;
+            let _leave = run.pacer.guard(receiver);
+            let mut expected = Expected::new(run.publishers);
             let result = loop {
                 match read.next().await {
                     Some(Ok(msg)) if msg.is_data() => {
@@ -325,10 +377,12 @@ async fn publish(
                             Ok(stamp) => stamp,
                             Err(e) => break Err(format!("{who}: {e}")),
                         };
+                        if let Err(e) = expected.accept(stamp.publisher, stamp.seq) {
+                            break Err(format!("{who}, reading back: {e}"));
+                        }
+                        run.pacer
+                            .received(receiver, stamp.publisher as usize, stamp.seq + 1);
                         if stamp.publisher as usize == j {
-                            if let Err(e) = own.accept(stamp.publisher, stamp.seq) {
-                                break Err(format!("{who}, reading its own: {e}"));
-                            }
                             confirmed.fetch_add(1, Ordering::Relaxed);
                             credits.add_permits(1);
                         }
@@ -359,7 +413,7 @@ async fn publish(
     let start_ns = shared.start();
     let mut seq = 0u64;
     let stopped = loop {
-        let n = until.next_batch(seq, batch, shared.now_ns());
+        let mut n = until.next_batch(seq, batch, shared.now_ns());
         if n == 0 {
             break false;
         }
@@ -370,12 +424,16 @@ async fn publish(
             if due_ns > now {
                 tokio::time::sleep(Duration::from_nanos(due_ns - now)).await;
             }
+            // Behind schedule, the messages due by now go out together.
+            let elapsed_ns = shared.now_ns().saturating_sub(start_ns);
+            let due = (elapsed_ns as f64 * rate / 1e9) as u64 + 1;
+            n = n.min(due.saturating_sub(seq).max(1) as usize);
         }
-        let n = if rate.is_some() { 1 } else { n };
         match credits.acquire_many(n as u32).await {
             Ok(permit) => permit.forget(),
             Err(_) => break true,
         }
+        run.pacer.ready(j, seq + n as u64).await;
         let mut messages =
             run.payload
                 .broadcast_batch(seq, n, shared.now_ns(), j as u32, node as u16);

@@ -21,6 +21,7 @@ use tokio_lockgate::{
 };
 
 use crate::args::{Args, Budget, Mode};
+use crate::dial::Dialer;
 use crate::latency::Latency;
 use crate::payload::Payload;
 use crate::report::Report;
@@ -285,6 +286,7 @@ async fn server_connection(
 /// Connects, runs every connection to its end, checks the counts.
 pub(crate) async fn run(
     args: &Args,
+    dialer: &Dialer,
     url: &str,
     shared: Arc<Shared>,
     payload: Arc<Payload>,
@@ -295,7 +297,8 @@ pub(crate) async fn run(
     // Open every connection first, so the measured phase is traffic only.
     let mut sockets = Vec::with_capacity(connections);
     for conn in 0..connections {
-        let (ws, _) = tokio_lockgate::connect_async(url)
+        let ws = dialer
+            .connect(url)
             .await
             .map_err(|err| format!("connection {conn}: connect to {url}: {err}"))?;
         sockets.push(ws);
@@ -310,7 +313,7 @@ pub(crate) async fn run(
 
     let mut tasks = JoinSet::new();
     for (conn, ws) in sockets.into_iter().enumerate() {
-        let (write_half, read_half) = ws.split();
+        let (write_half, read_half) = ws.into_split();
         let credits = (args.mode == Mode::Echo).then(|| Arc::new(Semaphore::new(window)));
         tasks.spawn(sender(
             conn,

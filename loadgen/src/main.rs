@@ -7,8 +7,10 @@
 
 mod args;
 mod broadcast;
+mod dial;
 mod echo;
 mod latency;
+mod pacing;
 mod payload;
 mod progress;
 mod report;
@@ -19,10 +21,12 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use lockgate_fanout::{Node, NodeConfig};
+use tokio_lockgate::hub::HubConfig;
 
 use args::{Args, Mode};
+use dial::Dialer;
 use payload::Payload;
 use progress::{GRACE, Progress};
 use report::Outcome;
@@ -30,15 +34,23 @@ use shared::Shared;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse();
-    if let Err(error) = args.validate() {
-        // clap's format: one line and a pointer to --help, exit status 2.
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // clap's format: one line and a pointer to --help, exit status 2.
+    let usage_error = |error: String| {
         Args::command()
             .error(clap::error::ErrorKind::ValueValidation, error)
-            .exit();
+            .exit()
+    };
+    if let Err(error) = args.validate(&matches) {
+        usage_error(error);
     }
+    let dialer = match Dialer::new(args.ca_file.as_deref()) {
+        Ok(dialer) => dialer,
+        Err(error) => usage_error(error),
+    };
     let shared = Arc::new(Shared::new());
-    let (target, work) = match start(&args, Arc::clone(&shared)).await {
+    let (target, work) = match start(&args, dialer, Arc::clone(&shared)).await {
         Ok(started) => started,
         Err(error) => {
             eprintln!("loadgen: {error}");
@@ -63,6 +75,12 @@ async fn main() -> ExitCode {
     };
     progress.finish();
     report::print(&args, &target, &outcome);
+    // The summary went to stdout; what went wrong goes to stderr as well.
+    match &outcome {
+        Outcome::Done(_) => {}
+        Outcome::Failed(error) => eprintln!("loadgen: {error}"),
+        Outcome::Stopped(why, ..) => eprintln!("loadgen: stopped by the watchdog: {why}"),
+    }
     match outcome {
         Outcome::Done(_) => ExitCode::SUCCESS,
         Outcome::Failed(_) => ExitCode::FAILURE,
@@ -76,13 +94,22 @@ async fn main() -> ExitCode {
 
 type Work = std::pin::Pin<Box<dyn Future<Output = Result<report::Report, String>> + Send>>;
 
+/// The queue of each connection of lockgate-fanout's hub by default.
+const FANOUT_QUEUE: usize = 1024;
+
 /// Starts the embedded server if there is no `--url`; the target's
 /// description and the run itself.
-async fn start(args: &Args, shared: Arc<Shared>) -> Result<(String, Work), String> {
+async fn start(args: &Args, dialer: Dialer, shared: Arc<Shared>) -> Result<(String, Work), String> {
     let args = args.clone();
     if args.mode == Mode::Broadcast {
         let (bases, target) = if args.url.is_empty() {
-            let node = Node::start(NodeConfig::new(([127, 0, 0, 1], 0).into()))
+            // The publishers' windows bound what is queued for a
+            // connection; its queue holds that much, so the node closes no
+            // one as slow (unless pacing is broken). Policy: the default.
+            let hub =
+                HubConfig::default().queue_capacity(FANOUT_QUEUE.max(broadcast::in_flight(&args)));
+            let config = NodeConfig::new(([127, 0, 0, 1], 0).into()).hub(hub);
+            let node = Node::start(config)
                 .await
                 .map_err(|e| format!("embedded fan-out node: {e}"))?;
             let url = format!("ws://{}", node.local_addr());
@@ -96,7 +123,7 @@ async fn start(args: &Args, shared: Arc<Shared>) -> Result<(String, Work), Strin
             .iter()
             .map(|url| broadcast::topic_url(url, &args.topic))
             .collect();
-        let work = async move { broadcast::run(&args, &urls, shared).await };
+        let work = async move { broadcast::run(&args, &dialer, &urls, shared).await };
         return Ok((target, Box::pin(work)));
     }
     let payload = Arc::new(Payload::new(args.size, args.text));
@@ -111,6 +138,6 @@ async fn start(args: &Args, shared: Arc<Shared>) -> Result<(String, Work), Strin
             (url, Some(results), target)
         }
     };
-    let work = async move { echo::run(&args, &url, shared, payload, server).await };
+    let work = async move { echo::run(&args, &dialer, &url, shared, payload, server).await };
     Ok((target, Box::pin(work)))
 }

@@ -1,0 +1,104 @@
+//! Connecting to a server: `ws://`, or `wss://` trusting the web PKI
+//! (Mozilla's roots, compiled in) and, with `--ca-file`, a private CA.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use tokio_lockgate::lockgate::error::TlsError;
+use tokio_lockgate::{ClientOptions, Connector, MaybeTlsStream, WebSocketStream};
+
+/// A client connection, plain or TLS.
+pub(crate) type Ws = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// How every connection of the run is made.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Dialer {
+    /// `None`: tokio-lockgate's default, the web PKI roots.
+    tls: Option<Connector>,
+    /// Whether `--ca-file` was given, for the hint on a refused certificate.
+    ca_file: bool,
+}
+
+impl Dialer {
+    /// Trusts the CA certificates in the PEM file `ca_file` (if any) in
+    /// addition to the web PKI roots.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read, holds no certificate, or one that is not
+    /// a usable trust anchor; the message names the file.
+    pub(crate) fn new(ca_file: Option<&Path>) -> Result<Self, String> {
+        let Some(path) = ca_file else {
+            return Ok(Self::default());
+        };
+        let bad = |what: String| format!("--ca-file {}: {what}", path.display());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let web_pki = roots.len();
+        let certs = CertificateDer::pem_file_iter(path).map_err(|e| bad(pem_error(e)))?;
+        for (i, cert) in certs.enumerate() {
+            let cert = cert.map_err(|e| bad(pem_error(e)))?;
+            roots
+                .add(cert)
+                .map_err(|e| bad(format!("certificate {}: {e}", i + 1)))?;
+        }
+        if roots.len() == web_pki {
+            return Err(bad(
+                "no certificate in it (expected PEM: -----BEGIN CERTIFICATE-----)".into(),
+            ));
+        }
+        // The library's defaults (ALPN http/1.1, the crypto provider).
+        let config =
+            tokio_lockgate::lockgate::tls::client_config(roots).map_err(|e| format!("TLS: {e}"))?;
+        Ok(Self {
+            tls: Some(Connector::Rustls(Arc::new(config))),
+            ca_file: true,
+        })
+    }
+
+    /// Connects to `url` and opens the WebSocket.
+    ///
+    /// # Errors
+    ///
+    /// The library's error, as displayed, with a hint when the server's
+    /// certificate was refused.
+    pub(crate) async fn connect(&self, url: &str) -> Result<Ws, String> {
+        let result = match &self.tls {
+            Some(connector) => {
+                let options = ClientOptions::new().tls(connector.clone());
+                tokio_lockgate::connect_async_with(url, options).await
+            }
+            None => tokio_lockgate::connect_async(url).await,
+        };
+        result.map(|(ws, _)| ws).map_err(|err| {
+            let mut message = err.to_string();
+            if certificate_refused(&err) {
+                message += if self.ca_file {
+                    " (the server's certificate is not signed by a CA of --ca-file or of the web PKI)"
+                } else {
+                    " (for a server whose certificate comes from a private CA, pass that CA's \
+                     certificate with --ca-file PATH)"
+                };
+            }
+            message
+        })
+    }
+}
+
+fn pem_error(error: rustls::pki_types::pem::Error) -> String {
+    match error {
+        rustls::pki_types::pem::Error::Io(e) => e.to_string(),
+        other => format!("not a PEM file: {other}"),
+    }
+}
+
+/// Whether `err` is rustls refusing the server's certificate.
+fn certificate_refused(err: &tokio_lockgate::Error) -> bool {
+    matches!(
+        err,
+        tokio_lockgate::Error::Tls(TlsError::Rustls(tls))
+            if matches!(**tls, rustls::Error::InvalidCertificate(_))
+    )
+}
