@@ -17,8 +17,9 @@
 #                             e.g. tokio-lockgate
 #   AUTOBAHN_SUFFIX           suffix for expected files and report dirs, e.g. -tokio
 #                             -> expected-server-tokio.json, reports/server-tokio
-#   AUTOBAHN_SERVER_EXAMPLE   example names (default autobahn-server / autobahn-client)
-#   AUTOBAHN_CLIENT_EXAMPLE
+#   AUTOBAHN_SERVER_EXAMPLE   example names (default autobahn-server / autobahn-client,
+#   AUTOBAHN_CLIENT_EXAMPLE   with the package's prefix: tokio-lockgate's are
+#                             tokio-autobahn-server / tokio-autobahn-client)
 #   AUTOBAHN_INCLUDE          space-separated case ids/globs to run (default: all)
 #   AUTOBAHN_EXCLUDE          space-separated case ids/globs to skip (default below)
 #   AUTOBAHN_PARALLELISM      cases kosoku runs at once against the server (default 1)
@@ -39,8 +40,15 @@ VENV=$HERE/.venv
 PYTHON=${PYTHON:-python3}
 PACKAGE=${AUTOBAHN_PACKAGE:-}
 SUFFIX=${AUTOBAHN_SUFFIX:-}
-SERVER_EXAMPLE=${AUTOBAHN_SERVER_EXAMPLE:-autobahn-server}
-CLIENT_EXAMPLE=${AUTOBAHN_CLIENT_EXAMPLE:-autobahn-client}
+# Example names are unique across the workspace (cargo cannot build two
+# examples of one name together): a member crate `<prefix>-lockgate` names
+# its examples `<prefix>-autobahn-server` / `<prefix>-autobahn-client`.
+case $PACKAGE in
+    *-lockgate) EXAMPLE_PREFIX=${PACKAGE%lockgate} ;;
+    *) EXAMPLE_PREFIX= ;;
+esac
+SERVER_EXAMPLE=${AUTOBAHN_SERVER_EXAMPLE:-${EXAMPLE_PREFIX}autobahn-server}
+CLIENT_EXAMPLE=${AUTOBAHN_CLIENT_EXAMPLE:-${EXAMPLE_PREFIX}autobahn-client}
 INCLUDE=${AUTOBAHN_INCLUDE:-}
 EXCLUDE=${AUTOBAHN_EXCLUDE-$DEFAULT_EXCLUDE}
 PARALLELISM=${AUTOBAHN_PARALLELISM:-1}

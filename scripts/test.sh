@@ -32,6 +32,8 @@ cargo clippy -p tokio-lockgate --all-targets --features rustls -- -D warnings
 cargo clippy -p tokio-lockgate --all-targets --features hyper -- -D warnings
 cargo clippy -p tokio-lockgate --all-targets --features axum,rustls -- -D warnings
 cargo clippy -p lockgate --all-targets --no-default-features -- -D warnings
+cargo clippy -p lockgate --all-targets --features rustls-tls-webpki-roots,native-tls,url -- -D warnings
+cargo clippy -p tokio-lockgate --all-targets --features native-tls,url -- -D warnings
 cargo clippy -p bench-peers --all-targets -- -D warnings
 cargo clippy -p lockgate-interop --all-targets -- -D warnings
 cargo clippy -p lockgate-fanout -p lockgate-loadgen --all-targets -- -D warnings
@@ -44,6 +46,12 @@ step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate-fanout
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p tokio-lockgate --features axum,rustls
+# As docs.rs builds them (every feature; `docsrs` is for nightly's
+# doc(cfg) notes and is not set here).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate -p tokio-lockgate --all-features
+
+step "cargo package: both crates package and build from what they ship"
+cargo package -p lockgate -p tokio-lockgate --allow-dirty
 
 step "cargo build and test, lockgate without default features (no permessage-deflate)"
 cargo build -p lockgate --no-default-features
@@ -57,14 +65,20 @@ bash scripts/install-debian-package.sh chromium chromium
 export LOCKGATE_REQUIRE_TINYPROXY=1 LOCKGATE_REQUIRE_CHROMIUM=1
 
 step "cargo test (unit, integration, doc tests)"
-# One package per invocation: both have examples named client, echo-server,
-# autobahn-*, whose binaries would collide in a single build.
+# Each builds its package's examples first: tests run some as programs
+# (accept_backoff.rs, axum_example.rs).
 cargo test -p lockgate
 cargo test -p tokio-lockgate
 # Again with TLS and the axum/hyper integration: the wss:// tests, the
 # axum example over HTTP/1.1, h2c and h2 over TLS (and from headless
 # Chromium, which picks HTTP/2), and their doc tests.
 cargo test -p tokio-lockgate --features axum,rustls
+# The blocking driver's wss:// (rustls and native-tls) and the TLS docs.
+cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --lib --test tls_connect
+cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --doc
+
+step "README commands, run as written: servers answered by the README's clients (scripts/readme-commands.sh)"
+bash scripts/readme-commands.sh
 
 step "fuzz: seeds up to date, then every target for a bounded time (scripts/fuzz.sh)"
 (cd fuzz && cargo run --quiet --example gen_corpus -- --check)
@@ -75,6 +89,13 @@ bash scripts/install-interop-peers.sh
 
 step "interop tests (lockgate-interop: a missing peer fails them)"
 cargo test -p lockgate-interop
+
+step "tungstenite compatibility: the 14 upstream examples renamed (compat/), built with warnings as errors, run against each other, Python websockets and Autobahn 1-7, 10"
+bash scripts/port-tungstenite.sh --check
+bash compat/build-examples.sh
+cargo clippy -p lockgate-compat --tests -- -D warnings
+cargo test -p lockgate-compat
+bash compat/run-autobahn.sh
 
 step "fan-out across processes: nats-server, 2 lockgate-fanout nodes, loadgen broadcast, broker killed and restarted (scripts/fanout-test.sh)"
 bash scripts/fanout-test.sh
