@@ -8,7 +8,7 @@
 # loadgen's broadcast mode, scripts/fanout-test.sh), and Autobahn in both
 # modes through both drivers. It installs what it needs on a fresh machine:
 # the Autobahn runner's venv (PyPI), the interop peers (PyPI, npm registry)
-# nats-server, tinyproxy and chromium (Debian's packages).
+# nats-server, tinyproxy, stunnel4, microsocks and chromium (Debian's packages).
 #
 # A plain `cargo test` runs everything of the default members that needs
 # nothing but cargo: lockgate-interop, lockgate-fanout, lockgate-loadgen and
@@ -57,12 +57,12 @@ step "cargo build and test, lockgate without default features (no permessage-def
 cargo build -p lockgate --no-default-features
 cargo test -p lockgate --no-default-features
 
-step "install the HTTP proxy the proxy tests tunnel through (tinyproxy) and a browser (chromium)"
+step "install the proxies the proxy tests tunnel through (tinyproxy, stunnel4, microsocks) and a browser (chromium)"
 bash scripts/install-proxy.sh
 bash scripts/install-debian-package.sh chromium chromium
-# From here on, a missing tinyproxy or Chromium fails the tests that use
+# From here on, a missing proxy program or Chromium fails the tests that use
 # them instead of skipping them.
-export LOCKGATE_REQUIRE_TINYPROXY=1 LOCKGATE_REQUIRE_CHROMIUM=1
+export LOCKGATE_REQUIRE_TINYPROXY=1 LOCKGATE_REQUIRE_CHROMIUM=1 LOCKGATE_REQUIRE_PROXIES=1
 
 step "cargo test (unit, integration, doc tests)"
 # Each builds its package's examples first: tests run some as programs
@@ -74,7 +74,7 @@ cargo test -p tokio-lockgate
 # Chromium, which picks HTTP/2), and their doc tests.
 cargo test -p tokio-lockgate --features axum,rustls
 # The blocking driver's wss:// (rustls and native-tls) and the TLS docs.
-cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --lib --test tls_connect
+cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --lib --test tls_connect --test proxy
 cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --doc
 
 step "README commands, run as written: servers answered by the README's clients (scripts/readme-commands.sh)"

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use http::header::{HOST, HeaderName, LOCATION, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL};
 use http::{HeaderValue, Request, Uri};
 
+use crate::dial::{Connector, DialStep};
 use crate::error::{Error, Result, TimeoutKind, UrlError};
 use crate::handshake::client::{ClientUpgrade, Response};
 use crate::handshake::{
@@ -20,9 +21,8 @@ use crate::handshake::{
 };
 use crate::mid_handshake::{Driven, sealed};
 use crate::protocol::WebSocketConfig;
-use crate::read_timeout;
+use crate::std_stream;
 use crate::stream::{MaybeTlsStream, Mode};
-use crate::tls::Connector;
 use crate::websocket::WebSocket;
 
 pub use crate::handshake::IntoClientRequest;
@@ -326,45 +326,74 @@ impl ClientOptions {
         }
     }
 
-    /// One dial, without redirects.
+    /// One dial, without redirects: the route's steps, each bounded by
+    /// the handshake's deadline (TCP connect by its timeout, TLS by the
+    /// socket's read and write timeouts, the tunnel and the handshake by
+    /// their exchange's deadline).
     fn connect_once(
         self,
         request: Request<()>,
     ) -> Result<(WebSocket<MaybeTlsStream<TcpStream>>, Response)> {
         let route = self.route(request.uri())?;
-        // Known before any connection is made: whether wss:// can be had.
-        let connector = match (self.get_connector(), route.secure) {
+        let steps = route.steps();
+        // Known before any connection is made: whether TLS can be had.
+        let needs_tls = steps
+            .iter()
+            .any(|step| matches!(step, DialStep::Tls { .. }));
+        let connector = match (self.get_connector(), needs_tls) {
             (_, false) => None,
             (Some(connector), true) => Some(connector.clone()),
             (None, true) => Some(Connector::for_wss()?),
         };
         let mut handshake = self.handshake(request, Instant::now())?;
         let deadline = handshake.deadline();
-        let (hop_host, hop_port) = route.first_hop();
-        let tcp = match connect_tcp(hop_host, hop_port, deadline) {
-            Err(Error::Io(error)) => return Err(route.connect_error(error)),
-            other => other?,
-        };
-        tcp.set_nodelay(true)?;
-        // Reads are bounded by the handshake's loop; writes (and TLS's
-        // reads) by these.
-        let left = deadline.map(|deadline| read_timeout::until(deadline, Instant::now()));
-        tcp.set_write_timeout(left)?;
-        let mut tcp = HandshakeMachine::new(tcp);
-        if let Some(proxy) = &route.proxy {
-            tcp.run_blocking(&mut proxy.tunnel(&route.host, route.port, deadline))?;
+        let left = || deadline.map(|deadline| std_stream::until(deadline, Instant::now()));
+        let mut stream = None;
+        let mut resolved = None;
+        for step in steps {
+            match step {
+                DialStep::Connect { host, port } => {
+                    let tcp = match connect_tcp(host, port, deadline) {
+                        Err(Error::Io(error)) => return Err(route.connect_error(error)),
+                        other => other?,
+                    };
+                    tcp.set_nodelay(true)?;
+                    // Reads are bounded by the exchanges' loop; writes
+                    // (and TLS's reads) by this.
+                    tcp.set_write_timeout(left())?;
+                    stream = Some(MaybeTlsStream::Plain(tcp));
+                }
+                DialStep::Tls { host } => {
+                    let connector = connector.clone().expect("chosen above for every Tls step");
+                    let transport = stream.take().expect("Connect comes first");
+                    transport.get_ref().set_read_timeout(left())?;
+                    let mut secured = connector.secure(transport, host)?;
+                    crate::dial::finish_handshake(&mut secured)?;
+                    secured.get_ref().set_read_timeout(None)?;
+                    stream = Some(secured);
+                }
+                DialStep::Resolve { host, port } => {
+                    let address = (host, port)
+                        .to_socket_addrs()
+                        .and_then(|mut addresses| {
+                            addresses.next().ok_or_else(|| {
+                                io::Error::new(io::ErrorKind::NotFound, "no address")
+                            })
+                        })
+                        .map_err(|error| route.resolve_error(error))?;
+                    resolved = Some(address.ip());
+                }
+                DialStep::Tunnel => {
+                    let mut tunnel = route.tunnel(resolved, deadline).expect("a proxy's step");
+                    let mut machine =
+                        HandshakeMachine::new(stream.take().expect("Connect comes first"));
+                    machine.run_blocking(&mut tunnel)?;
+                    stream = Some(machine.into_inner());
+                }
+                DialStep::Handshake => break,
+            }
         }
-        let tcp = tcp.into_inner();
-        let stream = if let Some(connector) = connector {
-            tcp.set_read_timeout(left)?;
-            let mut stream = connector.wrap_stream(tcp, &route.host, Mode::Tls)?;
-            crate::tls::finish_handshake(&mut stream)?;
-            stream.get_ref().set_read_timeout(None)?;
-            stream
-        } else {
-            MaybeTlsStream::Plain(tcp)
-        };
-        let mut machine = HandshakeMachine::new(stream);
+        let mut machine = HandshakeMachine::new(stream.expect("Connect comes first"));
         let opened = machine.run_blocking(&mut handshake);
         machine.get_ref().get_ref().set_write_timeout(None)?;
         let Opened {

@@ -625,6 +625,10 @@ pub enum HandshakeFailure {
     /// or extension that was not offered).
     #[error("bad WebSocket upgrade response: {0}")]
     BadResponse(&'static str),
+    /// A proxy answered something its protocol does not allow (HTTP
+    /// CONNECT or SOCKS5): what was wrong.
+    #[error("bad answer from the proxy: {0}")]
+    BadProxyAnswer(&'static str),
     /// The server's answer does not start like an HTTP/1.1 response: what
     /// arrived, as one line of text (at most 120 characters).
     #[error("the server's answer is not an HTTP/1.1 response: it starts with {0:?}")]
@@ -633,6 +637,10 @@ pub enum HandshakeFailure {
     /// (407: credentials missing or refused) and the start of its body.
     #[error("{0}")]
     ProxyRefused(Box<crate::handshake::ProxyRefusal>),
+    /// The SOCKS5 proxy did not open a tunnel to the server: which proxy,
+    /// which target, and why.
+    #[error("{0}")]
+    Socks5Refused(Box<crate::dial::Socks5Refusal>),
 }
 
 impl HandshakeFailure {

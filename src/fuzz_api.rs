@@ -7,6 +7,7 @@ use bytes::BytesMut;
 use http::{HeaderMap, HeaderValue, header::SEC_WEBSOCKET_EXTENSIONS};
 
 use crate::deflate::{DeflateConfig, DeflateParams};
+use crate::dial::{Socks5Target, Socks5Tunnel};
 use crate::error::HandshakeFailure;
 
 /// Why [`Inflater::inflate`] failed.
@@ -105,4 +106,18 @@ pub fn client_check_response(
 ) -> Result<Option<DeflateParams>, HandshakeFailure> {
     let headers = extension_headers(values);
     crate::deflate::params::client_check_response(config, headers.get_all(SEC_WEBSOCKET_EXTENSIONS))
+}
+
+/// The SOCKS5 exchange with the proxy at `proxy` (`host:port`) that opens
+/// a tunnel to `target`, authenticating with `credentials` (user,
+/// password) if given. The dialler makes these from a proxy URL; the
+/// constructor itself is crate-private.
+pub fn socks5_tunnel(
+    proxy: &str,
+    credentials: Option<(&str, &str)>,
+    target: Socks5Target,
+    deadline: Option<std::time::Instant>,
+) -> Socks5Tunnel {
+    let credentials = credentials.map(|(user, password)| (user.to_owned(), password.to_owned()));
+    Socks5Tunnel::new(proxy.to_owned(), credentials, target, deadline)
 }

@@ -136,6 +136,7 @@ pub mod client;
 mod codec;
 mod config;
 pub mod deflate;
+pub mod dial;
 pub mod error;
 pub mod frame;
 #[cfg(fuzzing)]
@@ -147,10 +148,9 @@ mod mid_handshake;
 mod prepared;
 mod proto;
 pub mod protocol;
-mod read_timeout;
 mod server;
+mod std_stream;
 pub mod stream;
-pub mod tls;
 mod utf8_bytes;
 pub mod util;
 mod websocket;
@@ -162,6 +162,7 @@ pub use config::{
     DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE,
     DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Role,
 };
+pub use dial::{Connector, client_tls, client_tls_with_config};
 pub use error::{CapacityError, Error, HandshakeFailure, ProtocolError, Result, TimeoutKind};
 pub use frame::CloseCode;
 pub use handshake::{ClientOptions, HandshakeError, ServerOptions};
@@ -170,8 +171,7 @@ pub use message::{CloseFrame, Message};
 pub use prepared::PreparedMessage;
 pub use proto::{Next, Operation, Output, WebSocketContext};
 pub use protocol::WebSocketConfig;
-pub use read_timeout::ReadTimeoutFn;
 pub use server::{ServerHandshake, accept, accept_hdr, accept_hdr_with_config, accept_with_config};
-pub use tls::{Connector, client_tls, client_tls_with_config};
+pub use std_stream::ReadTimeoutFn;
 pub use utf8_bytes::Utf8Bytes;
 pub use websocket::WebSocket;

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::handshake::{Exchange, Opened, Step};
-use crate::read_timeout::ReadTimer;
+use crate::std_stream::ReadTimer;
 
 /// How much one handshake read asks for.
 const HANDSHAKE_READ: usize = 4096;

@@ -62,6 +62,65 @@ pub enum MaybeTlsStream<S: Read + Write> {
     #[cfg(feature = "rustls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
     Rustls(rustls::StreamOwned<rustls::ClientConnection, S>),
+    /// TLS inside TLS: a `wss://` server reached through an `https://`
+    /// proxy, the server's session carried by the proxy's.
+    Tunneled(Box<dyn TlsLayer<S>>),
+}
+
+/// A TLS session over a [`MaybeTlsStream`] that is itself TLS (the
+/// [`Tunneled`](MaybeTlsStream::Tunneled) case), seen down to the
+/// transport underneath both.
+pub trait TlsLayer<S>: Read + Write + Send + Sync {
+    /// The transport under every TLS layer.
+    fn transport(&self) -> &S;
+    /// The transport under every TLS layer, mutably.
+    fn transport_mut(&mut self) -> &mut S;
+    /// Sends TLS's close_notify on this session, then on the one under
+    /// it.
+    ///
+    /// # Errors
+    ///
+    /// Writing it failed.
+    fn close_notify(&mut self) -> io::Result<()>;
+}
+
+#[cfg(feature = "rustls")]
+impl<S> TlsLayer<S> for rustls::StreamOwned<rustls::ClientConnection, MaybeTlsStream<S>>
+where
+    S: Read + Write + Send + Sync,
+{
+    fn transport(&self) -> &S {
+        self.get_ref().get_ref()
+    }
+
+    fn transport_mut(&mut self) -> &mut S {
+        self.get_mut().get_mut()
+    }
+
+    fn close_notify(&mut self) -> io::Result<()> {
+        self.conn.send_close_notify();
+        self.flush()?;
+        self.sock.close_notify()
+    }
+}
+
+#[cfg(feature = "native-tls")]
+impl<S> TlsLayer<S> for native_tls::TlsStream<MaybeTlsStream<S>>
+where
+    S: Read + Write + Send + Sync,
+{
+    fn transport(&self) -> &S {
+        self.get_ref().get_ref()
+    }
+
+    fn transport_mut(&mut self) -> &mut S {
+        self.get_mut().get_mut()
+    }
+
+    fn close_notify(&mut self) -> io::Result<()> {
+        self.shutdown()?;
+        self.get_mut().close_notify()
+    }
 }
 
 impl<S: Read + Write> MaybeTlsStream<S> {
@@ -74,6 +133,7 @@ impl<S: Read + Write> MaybeTlsStream<S> {
             MaybeTlsStream::NativeTls(stream) => stream.get_ref(),
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls(stream) => stream.get_ref(),
+            MaybeTlsStream::Tunneled(stream) => stream.transport(),
         }
     }
 
@@ -86,6 +146,29 @@ impl<S: Read + Write> MaybeTlsStream<S> {
             MaybeTlsStream::NativeTls(stream) => stream.get_mut(),
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls(stream) => stream.get_mut(),
+            MaybeTlsStream::Tunneled(stream) => stream.transport_mut(),
+        }
+    }
+
+    /// Sends TLS's close_notify (on every TLS layer, innermost session
+    /// first), so the peer knows the end of the stream is not a
+    /// truncation; nothing for a plain stream. The transport stays open:
+    /// end its write side after this.
+    ///
+    /// # Errors
+    ///
+    /// Writing the alert failed.
+    pub fn close_notify(&mut self) -> io::Result<()> {
+        match self {
+            MaybeTlsStream::Plain(_) => Ok(()),
+            #[cfg(feature = "native-tls")]
+            MaybeTlsStream::NativeTls(stream) => stream.shutdown(),
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(stream) => {
+                stream.conn.send_close_notify();
+                stream.flush()
+            }
+            MaybeTlsStream::Tunneled(stream) => stream.close_notify(),
         }
     }
 
@@ -107,6 +190,10 @@ impl<S: Read + Write + fmt::Debug> fmt::Debug for MaybeTlsStream<S> {
                 .field("conn", &stream.conn)
                 .field("sock", &stream.sock)
                 .finish(),
+            MaybeTlsStream::Tunneled(stream) => f
+                .debug_struct("Tunneled")
+                .field("transport", stream.transport())
+                .finish_non_exhaustive(),
         }
     }
 }
@@ -119,6 +206,7 @@ impl<S: Read + Write> Read for MaybeTlsStream<S> {
             MaybeTlsStream::NativeTls(stream) => stream.read(buf),
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls(stream) => stream.read(buf),
+            MaybeTlsStream::Tunneled(stream) => stream.read(buf),
         }
     }
 }
@@ -131,6 +219,7 @@ impl<S: Read + Write> Write for MaybeTlsStream<S> {
             MaybeTlsStream::NativeTls(stream) => stream.write(buf),
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls(stream) => stream.write(buf),
+            MaybeTlsStream::Tunneled(stream) => stream.write(buf),
         }
     }
 
@@ -141,6 +230,7 @@ impl<S: Read + Write> Write for MaybeTlsStream<S> {
             MaybeTlsStream::NativeTls(stream) => stream.write_vectored(bufs),
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls(stream) => stream.write_vectored(bufs),
+            MaybeTlsStream::Tunneled(stream) => stream.write_vectored(bufs),
         }
     }
 
@@ -151,6 +241,7 @@ impl<S: Read + Write> Write for MaybeTlsStream<S> {
             MaybeTlsStream::NativeTls(stream) => stream.flush(),
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls(stream) => stream.flush(),
+            MaybeTlsStream::Tunneled(stream) => stream.flush(),
         }
     }
 }

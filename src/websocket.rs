@@ -13,7 +13,7 @@ use crate::message::{CloseFrame, Message};
 use crate::mid_handshake::HandshakeMachine;
 use crate::prepared::PreparedMessage;
 use crate::proto::{Next, Operation, WebSocketContext};
-use crate::read_timeout::{ReadTimeoutFn, ReadTimer};
+use crate::std_stream::{ReadTimeoutFn, ReadTimer};
 
 /// The most slices one vectored write hands to the socket.
 const MAX_IOVECS: usize = 64;
@@ -406,9 +406,7 @@ impl<S: Read + Write> WebSocket<S> {
                 Next::Shutdown => {
                     // A failed shutdown changes nothing: the closing
                     // handshake is complete either way.
-                    if let Some(socket) = self.read_timer.socket(&self.stream) {
-                        let _ = socket.shutdown_write();
-                    }
+                    let _ = self.read_timer.end_write(&mut self.stream);
                     self.context.shut_down();
                     Ok(())
                 }

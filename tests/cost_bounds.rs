@@ -185,7 +185,7 @@ fn peak_refused_by_proxy(body: &[u8]) -> (usize, String) {
     let now = Instant::now();
     let proxy = Proxy::http("http://proxy.test:3128").expect("a valid proxy URL");
     let heap = HeapUse::start();
-    let mut tunnel = proxy.tunnel("example.com", 443, None);
+    let mut tunnel = proxy.tunnel("example.com", 443, None, None);
     assert!(matches!(tunnel.poll(now), Step::Transmit(_)));
     tunnel.receive(&answer, now);
     let Step::Done(Err(Error::Handshake(HandshakeFailure::ProxyRefused(refusal)))) =

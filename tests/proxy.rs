@@ -1,67 +1,184 @@
-//! The blocking `connect` through a real HTTP proxy (tinyproxy, see
-//! `support/tinyproxy.rs`): the tunnel carries the WebSocket, credentials
-//! are sent, and the proxy's refusals and absence are reported with its
-//! status and address.
+//! The blocking `connect` through every kind of proxy, each a real server
+//! we did not write (`support/proxies.rs`): `http://` (tinyproxy),
+//! `https://` (stunnel in front of tinyproxy), `socks5://` and
+//! `socks5h://` (microsocks). `ws://` and `wss://` echo through each, with
+//! and without credentials; refusals name the proxy; the environment's
+//! proxy is used unless `NO_PROXY` says otherwise; silent peers are cut
+//! short by the handshake timeout; a TLS server sees close_notify, then
+//! EOF, after the closing handshake.
+//!
+//! The `wss://` and `https://` cases need `--features rustls`.
 
 mod support;
 
-use std::net::TcpListener;
-use std::thread;
-use std::time::Duration;
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
 
 use lockgate::handshake::Proxy;
-use lockgate::{ClientOptions, Config, Error, HandshakeFailure, Message};
-use support::tinyproxy::{ProxyRules, TinyProxy};
+use lockgate::stream::MaybeTlsStream;
+use lockgate::{ClientOptions, Config, Error, HandshakeFailure, Message, TimeoutKind, WebSocket};
+use support::proxies::{
+    EchoServer, ProxyEnv, ProxyEnvFixture, ProxyKind, ProxyRules, ProxyServer, SilentPeer, TestCa,
+    TinyProxy,
+};
 
-/// A one-connection echo server on 127.0.0.1; returns its port.
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    thread::spawn(move || {
-        let (tcp, _) = listener.accept().unwrap();
-        let mut ws = lockgate::accept(tcp).unwrap();
-        while let Ok(message) = ws.read() {
-            if message.is_data() {
-                ws.send(message).unwrap();
-            }
-        }
-    });
-    port
+/// The credentials the proxies require, when they require any.
+const CREDENTIALS: (&str, &str) = ("alice", "wonder");
+
+/// Options with a generous handshake deadline and, with the `rustls`
+/// feature, a connector trusting `ca` (for `wss://` servers and `https://`
+/// proxies alike).
+fn options(ca: &TestCa) -> ClientOptions {
+    let options = ClientOptions::new()
+        .config(Config::default().handshake_timeout(Some(Duration::from_secs(10))));
+    #[cfg(feature = "rustls")]
+    let options = options.tls(ca.connector());
+    #[cfg(not(feature = "rustls"))]
+    let _ = ca;
+    options
 }
 
-fn options(proxy: &str) -> ClientOptions {
-    let config = Config::default().handshake_timeout(Some(Duration::from_secs(10)));
-    ClientOptions::new()
-        .config(config)
-        .proxy(Proxy::http(proxy).unwrap())
+/// The echo servers behind the proxies and their schemes: `ws://`, and
+/// `wss://` with a certificate from `ca` (with the `rustls` feature).
+fn echo_servers(ca: &TestCa) -> Vec<(EchoServer, &'static str)> {
+    #[cfg(feature = "rustls")]
+    let tls = Some((
+        EchoServer::tls(&ca.issue(&["localhost", "127.0.0.1", "::1"])),
+        "wss",
+    ));
+    #[cfg(not(feature = "rustls"))]
+    let tls = {
+        let _ = ca;
+        None
+    };
+    std::iter::once((EchoServer::plain(), "ws"))
+        .chain(tls)
+        .collect()
+}
+
+/// The port of the TCP peer: the proxy's when tunnelled.
+fn peer_port(ws: &WebSocket<MaybeTlsStream<TcpStream>>) -> u16 {
+    ws.get_ref().get_ref().peer_addr().unwrap().port()
+}
+
+/// Three messages there and back, then the closing handshake.
+fn echo_three(ws: &mut WebSocket<MaybeTlsStream<TcpStream>>, what: &str) {
+    for i in 0..3 {
+        let message = Message::text(format!("{what}: {i}"));
+        ws.send(message.clone()).unwrap();
+        assert_eq!(ws.read().unwrap(), message, "{what}");
+    }
+    ws.close(None).unwrap();
+    while ws.read().is_ok() {}
+}
+
+/// `ws://` and `wss://`, by name and by address, through a proxy of
+/// `kind` without and then with credentials.
+fn echo_through(kind: ProxyKind) {
+    let ca = TestCa::new();
+    let servers = echo_servers(&ca);
+    for credentials in [None, Some(CREDENTIALS)] {
+        let Some(proxy) = ProxyServer::start(kind, credentials, &ca) else {
+            return;
+        };
+        let proxy_url = proxy.url(credentials);
+        for (server, scheme) in &servers {
+            for host in ["localhost", "127.0.0.1"] {
+                let url = server.url(scheme, host);
+                let what = format!("{url} through {proxy_url}");
+                let (mut ws, response) = options(&ca)
+                    .proxy(Proxy::from_url(&proxy_url).unwrap())
+                    .connect(url.as_str())
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(response.status(), 101, "{what}");
+                assert_eq!(peer_port(&ws), proxy.port(), "{what}");
+                assert_eq!(
+                    ws.get_ref().is_tls(),
+                    *scheme == "wss" || kind.is_tls(),
+                    "{what}"
+                );
+                echo_three(&mut ws, &what);
+            }
+        }
+        if let Some(socks) = proxy.socks() {
+            // microsocks logs each target as the client named it: by
+            // name, or by the address the client resolved the name to.
+            let targets = socks.connected_to();
+            for (server, _) in &servers {
+                let port = format!(":{}", server.port());
+                let to_server = targets.iter().filter(|to| to.ends_with(&port)).count();
+                let by_name = targets.contains(&format!("localhost{port}"));
+                assert_eq!(to_server, 2, "{kind:?}: the proxy saw {targets:?}");
+                assert_eq!(
+                    by_name,
+                    kind == ProxyKind::Socks5h,
+                    "{kind:?}: who resolved localhost? the proxy saw {targets:?}"
+                );
+            }
+        }
+    }
 }
 
 #[test]
-fn echo_through_the_proxy_with_credentials() {
-    let port = echo_server();
-    let rules = ProxyRules {
-        basic_auth: Some(("alice", "wonder")),
-        connect_ports: &[port],
-    };
-    let Some(proxy) = TinyProxy::start(rules) else {
-        return;
-    };
-    let url = format!("ws://127.0.0.1:{port}/");
-    let (mut ws, response) = options(&proxy.url(Some(("alice", "wonder"))))
-        .connect(url.as_str())
-        .unwrap();
-    assert_eq!(response.status(), 101);
-    ws.send(Message::text("through the tunnel")).unwrap();
-    assert_eq!(ws.read().unwrap(), Message::text("through the tunnel"));
-    ws.close(None).unwrap();
+fn echo_through_an_http_proxy() {
+    echo_through(ProxyKind::Http);
+}
+
+#[cfg(feature = "rustls")]
+#[test]
+fn echo_through_an_https_proxy() {
+    echo_through(ProxyKind::Https);
+}
+
+#[test]
+fn echo_through_a_socks5_proxy_the_client_resolving() {
+    echo_through(ProxyKind::Socks5);
+}
+
+#[test]
+fn echo_through_a_socks5h_proxy_the_proxy_resolving() {
+    echo_through(ProxyKind::Socks5h);
+}
+
+#[test]
+fn missing_or_wrong_credentials_are_refused_naming_the_proxy() {
+    let ca = TestCa::new();
+    let server = EchoServer::plain();
+    let url = server.url("ws", "127.0.0.1");
+    for kind in ProxyKind::testable() {
+        let Some(proxy) = ProxyServer::start(kind, Some(CREDENTIALS), &ca) else {
+            continue;
+        };
+        for credentials in [None, Some(("alice", "wrong"))] {
+            let proxy_url = proxy.url(credentials);
+            let error = options(&ca)
+                .proxy(Proxy::from_url(&proxy_url).unwrap())
+                .connect(url.as_str())
+                .unwrap_err();
+            let needs_authentication = match &error {
+                Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) if !kind.is_socks() => {
+                    refusal.needs_authentication()
+                }
+                Error::Handshake(HandshakeFailure::Socks5Refused(refusal)) if kind.is_socks() => {
+                    refusal.needs_authentication()
+                }
+                other => panic!("{proxy_url}: {other:?}"),
+            };
+            assert!(needs_authentication, "{proxy_url}: {error}");
+            let message = error.to_string();
+            assert!(message.contains(&proxy.address()), "{proxy_url}: {message}");
+        }
+    }
+    assert_eq!(server.served(), 0);
 }
 
 #[test]
 fn refusals_carry_the_proxy_status() {
-    let allowed = echo_server();
+    let ca = TestCa::new();
+    let allowed = EchoServer::plain();
     let rules = ProxyRules {
-        basic_auth: Some(("alice", "wonder")),
-        connect_ports: &[allowed],
+        basic_auth: Some(CREDENTIALS),
+        connect_ports: &[allowed.port()],
     };
     let Some(proxy) = TinyProxy::start(rules) else {
         return;
@@ -71,13 +188,14 @@ fn refusals_carry_the_proxy_status() {
     // (credentials, target port, expected status: None for "credentials
     // needed", which tinyproxy says with 401 or 407).
     let cases = [
-        (None, allowed, None),
-        (Some(("alice", "wrong")), allowed, None),
-        (Some(("alice", "wonder")), forbidden_port, Some(403)),
+        (None, allowed.port(), None),
+        (Some(("alice", "wrong")), allowed.port(), None),
+        (Some(CREDENTIALS), forbidden_port, Some(403)),
     ];
     for (credentials, port, status) in cases {
         let url = format!("ws://127.0.0.1:{port}/");
-        let error = options(&proxy.url(credentials))
+        let error = options(&ca)
+            .proxy(Proxy::http(&proxy.url(credentials)).unwrap())
             .connect(url.as_str())
             .unwrap_err();
         let Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) = &error else {
@@ -99,11 +217,112 @@ fn refusals_carry_the_proxy_status() {
 }
 
 #[test]
+fn only_a_socks5h_proxy_is_asked_to_resolve_the_name() {
+    let ca = TestCa::new();
+    let url = "ws://lockgate-test.invalid:9/";
+    for kind in [ProxyKind::Socks5, ProxyKind::Socks5h] {
+        let Some(proxy) = ProxyServer::start(kind, None, &ca) else {
+            return;
+        };
+        let error = options(&ca)
+            .proxy(Proxy::from_url(&proxy.url(None)).unwrap())
+            .connect(url)
+            .unwrap_err();
+        let message = error.to_string();
+        if kind == ProxyKind::Socks5h {
+            // The proxy could not resolve it, and says so.
+            let Error::Handshake(HandshakeFailure::Socks5Refused(refusal)) = &error else {
+                panic!("{kind:?}: {error:?}");
+            };
+            assert!(!refusal.needs_authentication(), "{message}");
+            assert!(message.contains(&proxy.address()), "{message}");
+        } else {
+            // The client could not resolve it, and never asked the proxy.
+            assert!(
+                !matches!(
+                    error,
+                    Error::Handshake(HandshakeFailure::Socks5Refused(_)) | Error::Timeout(_)
+                ),
+                "{kind:?}: {error:?}"
+            );
+            assert!(message.contains("lockgate-test.invalid"), "{message}");
+            let targets = proxy.socks().unwrap().connected_to();
+            assert!(targets.is_empty(), "the proxy was asked: {targets:?}");
+        }
+    }
+}
+
+#[test]
+fn silent_peers_are_cut_short_by_the_handshake_timeout() {
+    let ca = TestCa::new();
+    let silent = SilentPeer::start();
+    let timeout = Duration::from_millis(500);
+    let routes = silent.routes();
+    for route in &routes {
+        let config = Config::default().handshake_timeout(Some(timeout));
+        let mut options = options(&ca).config(config);
+        if let Some(proxy) = &route.proxy {
+            options = options.proxy(Proxy::from_url(proxy).unwrap());
+        }
+        let started = Instant::now();
+        let error = options.connect(route.url.as_str()).unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            matches!(error, Error::Timeout(TimeoutKind::Handshake)),
+            "{}: {error:?}",
+            route.what
+        );
+        assert!(
+            took >= timeout && took < timeout + Duration::from_secs(1),
+            "{}: {took:?}",
+            route.what
+        );
+    }
+    assert_eq!(silent.accepted(), routes.len());
+}
+
+#[test]
+fn proxy_from_env_honours_no_proxy() {
+    let fixture = ProxyEnvFixture::start();
+    let env = ProxyEnv::lock();
+    for case in fixture.cases() {
+        env.set(&case.vars());
+        let what = format!("{}: {} with {:?}", case.what, case.url, case.vars);
+        let (mut ws, _) = options(&fixture.ca)
+            .proxy_from_env()
+            .connect(case.url.as_str())
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(peer_port(&ws), case.via, "{what}");
+        echo_three(&mut ws, &what);
+    }
+}
+
+#[cfg(feature = "rustls")]
+#[test]
+fn a_tls_server_sees_close_notify_then_eof_after_the_closing_handshake() {
+    let ca = TestCa::new();
+    let watch = support::proxies::TlsCloseWatch::start(&ca.issue(&["localhost"]));
+    let url = format!("wss://localhost:{}/", watch.port());
+    let (mut ws, _) = options(&ca).connect(url.as_str()).unwrap();
+    echo_three(&mut ws, "close_notify");
+    // Still holding the connection: the closing handshake sent it.
+    let seen = watch.close_notify_within(Duration::from_secs(5));
+    drop(ws);
+    let verdict = watch.verdict();
+    assert!(
+        seen,
+        "no close_notify after the closing handshake: {verdict:?}"
+    );
+    assert_eq!(verdict, Ok(3));
+}
+
+#[test]
 fn an_absent_proxy_is_named_in_the_error() {
     let closed = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
-    let error = options(&format!("127.0.0.1:{port}"))
+    let error = options(&TestCa::new())
+        .proxy(Proxy::http(&format!("127.0.0.1:{port}")).unwrap())
         .connect("ws://example.invalid/")
         .unwrap_err();
     let Error::Io(io) = &error else {

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use lockgate::dial::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use lockgate::dial::rustls::{self, RootCertStore, ServerConfig, ServerConnection, StreamOwned};
 use lockgate::error::TlsError;
 use lockgate::stream::MaybeTlsStream;
-use lockgate::tls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use lockgate::tls::rustls::{self, RootCertStore, ServerConfig, ServerConnection, StreamOwned};
 use lockgate::{ClientOptions, Config, Connector, Error, Message, TimeoutKind};
 
 /// A self-signed certificate for `localhost` and 127.0.0.1, and its key.
@@ -27,7 +27,7 @@ fn certificate() -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
 fn trusting(cert: &CertificateDer<'static>) -> Connector {
     let mut roots = RootCertStore::empty();
     roots.add(cert.clone()).unwrap();
-    Connector::Rustls(Arc::new(lockgate::tls::client_config(roots).unwrap()))
+    Connector::Rustls(Arc::new(lockgate::dial::client_config(roots).unwrap()))
 }
 
 /// Serves one TLS connection: TLS, the WebSocket handshake, then echo until
@@ -162,8 +162,8 @@ fn connect_dials_wss_through_native_tls() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("wss://localhost:{}/", listener.local_addr().unwrap().port());
     let server = serve_one(listener, cert.clone(), key);
-    let root = lockgate::tls::native_tls::Certificate::from_der(&cert).unwrap();
-    let connector = lockgate::tls::native_tls::TlsConnector::builder()
+    let root = lockgate::dial::native_tls::Certificate::from_der(&cert).unwrap();
+    let connector = lockgate::dial::native_tls::TlsConnector::builder()
         .add_root_certificate(root)
         .build()
         .unwrap();

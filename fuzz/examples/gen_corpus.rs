@@ -606,6 +606,116 @@ fn proxy_tunnel(corpus: &mut Corpus) {
     );
 }
 
+/// SOCKS5 answers: tunnels opened with and without authentication to
+/// each kind of target (one with the longest reply, a 255-byte name), in
+/// one read and split; each refusal; answers that are not SOCKS5; a reply
+/// followed by stray bytes, or by 256 KiB in the same read; an answer cut
+/// short.
+fn socks5_tunnel(corpus: &mut Corpus) {
+    // Knob byte: bits 0-1 credentials (none, user:pass, 255-byte user and
+    // password, empty password), bits 2-3 target (domain, IPv4, IPv6,
+    // 255-byte domain).
+    const NONE: u8 = 0;
+    const AUTH: u8 = 1;
+    const LONG_AUTH: u8 = 2;
+    const EMPTY_PASSWORD: u8 = 3;
+    const V4: u8 = 1 << 2;
+    const V6: u8 = 2 << 2;
+    const LONG_NAME: u8 = 3 << 2;
+    let reply_v4: &[u8] = &[5, 0, 0, 1, 10, 0, 0, 1, 0x1f, 0x90];
+    let reply_v6 = [&[5, 0, 0, 4][..], &[0xfe; 16], &[0, 80]].concat();
+    let reply_name = [&[5, 0, 0, 3, 13][..], b"proxy.example", &[1, 187]].concat();
+    let reply_long_name = [&[5, 0, 0, 3, 255][..], &[b'n'; 255], &[1, 187]].concat();
+    let chosen = |knob: u8| -> &'static [u8] {
+        if knob & 3 == NONE {
+            &[5, 0]
+        } else {
+            &[5, 2, 1, 0]
+        }
+    };
+    let seeds: Vec<(&str, u8, Vec<u8>)> = vec![
+        ("open_v4", V4, [chosen(V4), reply_v4].concat()),
+        ("open_auth_name", AUTH, [chosen(AUTH), &reply_name].concat()),
+        (
+            "open_auth_v6",
+            AUTH | V6,
+            [chosen(AUTH), &reply_v6].concat(),
+        ),
+        (
+            "open_long_everything",
+            LONG_AUTH | LONG_NAME,
+            [chosen(LONG_AUTH), &reply_long_name].concat(),
+        ),
+        (
+            "open_empty_password",
+            EMPTY_PASSWORD | V4,
+            [chosen(EMPTY_PASSWORD), reply_v4].concat(),
+        ),
+        ("no_acceptable_method", NONE, vec![5, 0xff]),
+        ("auth_failed", AUTH, vec![5, 2, 1, 1]),
+        (
+            "connection_refused",
+            NONE,
+            [&[5, 0, 5, 5][..], &reply_v4[2..]].concat(),
+        ),
+        ("method_not_offered", AUTH, vec![5, 0]),
+        ("auth_version_5", AUTH, vec![5, 2, 5, 0]),
+        (
+            "unknown_address_type",
+            NONE,
+            vec![5, 0, 5, 0, 0, 2, 0, 0, 0, 0, 0, 0],
+        ),
+        ("http_answer", NONE, b"HTTP/1.1 200 OK\r\n\r\n".to_vec()),
+        (
+            "bytes_after_reply",
+            NONE,
+            [chosen(NONE), reply_v4, &[0x16, 3, 1]].concat(),
+        ),
+        (
+            "cut_short",
+            AUTH | LONG_NAME,
+            [chosen(AUTH), &reply_long_name[..100]].concat(),
+        ),
+    ];
+    for (name, knob, answer) in &seeds {
+        add(
+            corpus,
+            "socks5_tunnel",
+            *name,
+            [&[*knob][..], &Shape::default().encode(), answer].concat(),
+        );
+    }
+    // Byte by byte, and in reads of 3 and 7.
+    for (name, chunk_a, chunk_b) in [("byte_by_byte", 1, 0), ("split", 3, 7)] {
+        let shape = Shape {
+            chunk_a,
+            chunk_b,
+            ..Shape::default()
+        };
+        add(
+            corpus,
+            "socks5_tunnel",
+            format!("open_auth_v6_{name}"),
+            [&[AUTH | V6][..], &shape.encode(), chosen(AUTH), &reply_v6].concat(),
+        );
+    }
+    // 256 KiB after the reply in one read: taken no further than the
+    // reply's end, whatever the read holds.
+    let answer = [chosen(NONE), reply_v4].concat();
+    let flood = Shape {
+        repeat: 255,
+        from: answer.len() as u16,
+        to: (answer.len() + 1024) as u16,
+        ..Shape::default()
+    };
+    add(
+        corpus,
+        "socks5_tunnel",
+        "flood_after_reply",
+        [&[V4][..], &flood.encode(), &answer, &[0; 1024]].concat(),
+    );
+}
+
 fn main() {
     let check = std::env::args().any(|a| a == "--check");
     let mut corpus = Corpus::new();
@@ -617,6 +727,7 @@ fn main() {
     roundtrip(&mut corpus);
     write_faults(&mut corpus);
     proxy_tunnel(&mut corpus);
+    socks5_tunnel(&mut corpus);
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
     let mut stale = Vec::<PathBuf>::new();

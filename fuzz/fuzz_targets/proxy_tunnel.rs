@@ -18,7 +18,7 @@ use lockgate_fuzz::{HeapWatch, handshake_heap_bound, handshake_input, head_end};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    if let Ok(proxy) = Proxy::http(&text) {
+    if let Ok(proxy) = Proxy::from_url(&text) {
         assert!(!proxy.host().is_empty());
     }
     let _ = Proxy::bypasses(&text, "api.example.com", 443);
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     let now = Instant::now();
     let watch = HeapWatch::start();
     let proxy = Proxy::http("http://user:pass@proxy.test:3128").expect("valid proxy");
-    let mut tunnel = proxy.tunnel("example.com", 443, None);
+    let mut tunnel = proxy.tunnel("example.com", 443, None, None);
     assert!(matches!(tunnel.poll(now), Step::Transmit(_)));
     let mut fed = 0;
     let mut outcome = None;

@@ -50,8 +50,8 @@ impl Dialer {
             ));
         }
         // The library's defaults (ALPN http/1.1, the crypto provider).
-        let config =
-            tokio_lockgate::lockgate::tls::client_config(roots).map_err(|e| format!("TLS: {e}"))?;
+        let config = tokio_lockgate::lockgate::dial::client_config(roots)
+            .map_err(|e| format!("TLS: {e}"))?;
         Ok(Self {
             tls: Some(Connector::Rustls(Arc::new(config))),
             ca_file: true,

@@ -47,10 +47,9 @@ pub mod client;
 mod client_upgrade;
 mod driver;
 mod extended_connect;
-mod head;
+pub(crate) mod head;
 mod options;
-mod progress;
-mod proxy;
+pub(crate) mod progress;
 pub mod server;
 mod server_upgrade;
 
@@ -59,6 +58,8 @@ pub mod machine {
     pub use crate::mid_handshake::HandshakeMachine;
 }
 
+/// Where they were before the dial module; [`crate::dial`] has them all.
+pub use crate::dial::{Proxy, ProxyRefusal, ProxyTunnel, Route};
 pub use crate::mid_handshake::{HandshakeError, HandshakeRole, MidHandshake};
 pub use accept_key::{derive_accept_key, generate_key};
 pub use client_upgrade::{ClientUpgrade, ClientUpgradeDone, IntoClientRequest};
@@ -67,8 +68,7 @@ pub use extended_connect::{
     ExtendedConnect, WEBSOCKET_PROTOCOL, extended_connect_response, is_extended_connect,
 };
 pub use machine::HandshakeMachine;
-pub use options::{ClientOptions, Route, ServerOptions};
-pub use proxy::{Proxy, ProxyRefusal, ProxyTunnel};
+pub use options::{ClientOptions, ServerOptions};
 pub use server_upgrade::{
     Callback, ErrorResponse, NoCallback, ServerUpgrade, ServerUpgradeDone, choose_subprotocol,
     error_response_bytes, upgrade_response, upgrade_response_with_deflate,

@@ -5,11 +5,11 @@ use std::time::Instant;
 
 use super::client_upgrade::{ClientUpgrade, IntoClientRequest};
 use super::driver::HandshakeDriver;
-use super::proxy::Proxy;
 use super::server_upgrade::{Callback, NoCallback, ServerUpgrade};
 use crate::config::Config;
+use crate::dial::Connector;
+use crate::dial::{Proxy, Route};
 use crate::error::Result;
-use crate::tls::Connector;
 
 /// How to accept WebSocket connections: the [`Config`] of the connection
 /// (its `handshake_timeout` bounds the handshake) and the [`Callback`]
@@ -141,55 +141,6 @@ enum ProxySetting {
     FromEnv,
 }
 
-/// Where a client connects for a URL: the server's host and port, whether
-/// it is `wss://`, and the proxy to go through, if any. Drivers connect to
-/// [`first_hop`](Self::first_hop), run the proxy's
-/// [`tunnel`](Proxy::tunnel) if there is one, then TLS for `wss://`, then
-/// the handshake.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Route {
-    /// The server's host (IPv6 addresses without brackets).
-    pub host: String,
-    /// The server's port.
-    pub port: u16,
-    /// `wss://`: TLS to the server (through the tunnel, if any).
-    pub secure: bool,
-    /// The HTTP proxy to tunnel through.
-    pub proxy: Option<Proxy>,
-}
-
-impl Route {
-    /// The address the TCP connection goes to: the proxy's, or the
-    /// server's.
-    pub fn first_hop(&self) -> (&str, u16) {
-        match &self.proxy {
-            Some(proxy) => (proxy.host(), proxy.port()),
-            None => (&self.host, self.port),
-        }
-    }
-
-    /// `error`, from resolving or connecting to the first hop, with the
-    /// hop named in its message ("connecting to proxy proxy:3128 for
-    /// example.com:443: Connection refused"). The kind is kept.
-    pub fn connect_error(&self, error: std::io::Error) -> crate::Error {
-        let (host, port) = self.first_hop();
-        let hop = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
-        let message = match &self.proxy {
-            Some(_) => format!(
-                "connecting to proxy {hop} for {}:{}: {error}",
-                self.host, self.port
-            ),
-            None => format!("connecting to {hop}: {error}"),
-        };
-        crate::Error::Io(std::io::Error::new(error.kind(), message))
-    }
-}
-
 impl ClientOptions {
     /// The default [`Config`] and no TLS setting.
     pub fn new() -> Self {
@@ -231,9 +182,10 @@ impl ClientOptions {
         self.connector.as_ref()
     }
 
-    /// Connects through the HTTP proxy `proxy` (CONNECT, RFC 9110 section
-    /// 9.3.6), for `ws://` and `wss://` alike. The proxy's answer counts
-    /// against the handshake deadline. Default: no proxy.
+    /// Connects through `proxy` (HTTP or HTTPS CONNECT, SOCKS5; see
+    /// [`Proxy::from_url`]), for `ws://` and `wss://` alike. TLS to an
+    /// `https://` proxy uses this options' [`Connector`]. The proxy's
+    /// exchange counts against the handshake deadline. Default: no proxy.
     pub fn proxy(mut self, proxy: Proxy) -> Self {
         self.proxy = ProxySetting::Explicit(proxy);
         self

@@ -12,11 +12,13 @@ mod counting_alloc;
 mod handshake_peers;
 #[cfg(unix)]
 pub mod programs;
+pub mod proxies;
 mod raw_peer;
-pub mod tinyproxy;
 
 pub use counting_alloc::{CountingAlloc, HeapUse};
 pub use handshake_peers::*;
+/// Its former name (tokio-lockgate's `tls.rs` uses it).
+pub use proxies as tinyproxy;
 pub use raw_peer::{PING_THEN_1011, RawPeer, Received, SilentPeerCase, silent_peer_cases};
 
 use std::cell::RefCell;

@@ -17,16 +17,16 @@ use std::future::Future;
 use std::io;
 use std::time::Instant;
 
+use lockgate::dial::DialStep;
 use lockgate::handshake::client::Response;
 use lockgate::handshake::{Callback, Exchange, IntoClientRequest, Step};
 use lockgate::protocol::WebSocketConfig;
-use lockgate::stream::Mode;
 use lockgate::{ClientOptions, Connector, Error, Result, ServerOptions, TimeoutKind};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::stream::WebSocketStream;
-use crate::tls::{MaybeTlsStream, wrap_stream};
+use crate::tls::{MaybeTlsStream, secure, wrap_stream};
 
 /// How much one handshake read asks for.
 const HANDSHAKE_READ: usize = 4096;
@@ -382,7 +382,9 @@ where
     dial(request, options, true).await
 }
 
-/// The one dial of every `connect_async*`.
+/// The one dial of every `connect_async*`: the route's steps
+/// ([`Route::steps`](lockgate::dial::Route::steps)), the whole of it
+/// within the handshake's deadline.
 async fn dial<R: IntoClientRequest>(
     request: R,
     options: ClientOptions,
@@ -390,26 +392,55 @@ async fn dial<R: IntoClientRequest>(
 ) -> Result<(WebSocketStream<MaybeTlsStream<TcpStream>>, Response)> {
     let request = request.into_client_request()?;
     let route = options.route(request.uri())?;
-    let connector = options.get_connector().cloned();
+    let steps = route.steps();
+    // Known before any connection is made: whether TLS can be had.
+    let needs_tls = steps
+        .iter()
+        .any(|step| matches!(step, DialStep::Tls { .. }));
+    let connector = match (options.get_connector(), needs_tls) {
+        (_, false) => None,
+        (Some(connector), true) => Some(connector.clone()),
+        (None, true) => Some(Connector::for_wss()?),
+    };
     let handshake = options.handshake(request, now())?;
     let deadline = handshake.deadline();
-    let mode = if route.secure { Mode::Tls } else { Mode::Plain };
-    if mode == Mode::Tls && connector.is_none() {
-        // Known before any connection is made: whether wss:// can be had.
-        Connector::for_wss()?;
-    }
     // On the heap: a TLS handshake's state is large, and a task that
     // connects and then serves the connection would carry it for life.
     let connection = Box::pin(async {
-        let (hop_host, hop_port) = route.first_hop();
-        let mut tcp = TcpStream::connect((hop_host, hop_port))
-            .await
-            .map_err(|error| route.connect_error(error))?;
-        tcp.set_nodelay(nodelay)?;
-        if let Some(proxy) = &route.proxy {
-            drive(&mut tcp, proxy.tunnel(&route.host, route.port, deadline)).await?;
+        let mut stream = None;
+        let mut resolved = None;
+        for step in steps {
+            match step {
+                DialStep::Connect { host, port } => {
+                    let tcp = TcpStream::connect((host, port))
+                        .await
+                        .map_err(|error| route.connect_error(error))?;
+                    tcp.set_nodelay(nodelay)?;
+                    stream = Some(MaybeTlsStream::Plain(tcp));
+                }
+                DialStep::Tls { host } => {
+                    let connector = connector.clone().expect("chosen above for every Tls step");
+                    let transport = stream.take().expect("Connect comes first");
+                    stream = Some(secure(transport, host, connector).await?);
+                }
+                DialStep::Resolve { host, port } => {
+                    let mut addresses = tokio::net::lookup_host((host, port))
+                        .await
+                        .map_err(|error| route.resolve_error(error))?;
+                    let address = addresses.next().ok_or_else(|| {
+                        route.resolve_error(io::Error::new(io::ErrorKind::NotFound, "no address"))
+                    })?;
+                    resolved = Some(address.ip());
+                }
+                DialStep::Tunnel => {
+                    let tunnel = route.tunnel(resolved, deadline).expect("a proxy's step");
+                    let transport = stream.as_mut().expect("Connect comes first");
+                    drive(transport, tunnel).await?;
+                }
+                DialStep::Handshake => break,
+            }
         }
-        wrap_stream(tcp, mode, &route.host, connector).await
+        Ok::<_, Error>(stream.expect("Connect comes first"))
     });
     let mut stream = until(deadline, connection)
         .await

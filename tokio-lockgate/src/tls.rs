@@ -23,7 +23,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 /// It reads and writes like the stream it wraps (including vectored
 /// writes). [`get_ref`](Self::get_ref) reaches the transport underneath the
 /// TLS layer, for example to read the peer address of a `TcpStream`.
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum MaybeTlsStream<S> {
     /// No TLS: the transport itself (`ws://`).
@@ -37,6 +36,47 @@ pub enum MaybeTlsStream<S> {
     #[cfg(feature = "rustls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
     Rustls(Box<tokio_rustls::client::TlsStream<S>>),
+    /// TLS inside TLS: a `wss://` server reached through an `https://`
+    /// proxy, the server's session carried by the proxy's.
+    Tunneled(Box<dyn TlsLayer<S>>),
+}
+
+/// A TLS session over a [`MaybeTlsStream`] that is itself TLS (the
+/// [`Tunneled`](MaybeTlsStream::Tunneled) case), seen down to the
+/// transport underneath both.
+pub trait TlsLayer<S>: AsyncRead + AsyncWrite + Unpin + Send + Sync {
+    /// The transport under every TLS layer.
+    fn transport(&self) -> &S;
+    /// The transport under every TLS layer, mutably.
+    fn transport_mut(&mut self) -> &mut S;
+}
+
+#[cfg(feature = "rustls")]
+impl<S> TlsLayer<S> for tokio_rustls::client::TlsStream<MaybeTlsStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Sync,
+{
+    fn transport(&self) -> &S {
+        self.get_ref().0.get_ref()
+    }
+
+    fn transport_mut(&mut self) -> &mut S {
+        self.get_mut().0.get_mut()
+    }
+}
+
+#[cfg(feature = "native-tls")]
+impl<S> TlsLayer<S> for tokio_native_tls::TlsStream<MaybeTlsStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Sync,
+{
+    fn transport(&self) -> &S {
+        self.get_ref().get_ref().get_ref().get_ref()
+    }
+
+    fn transport_mut(&mut self) -> &mut S {
+        self.get_mut().get_mut().get_mut().get_mut()
+    }
 }
 
 impl<S> MaybeTlsStream<S> {
@@ -52,6 +92,7 @@ impl<S> MaybeTlsStream<S> {
             MaybeTlsStream::NativeTls(stream) => stream.get_ref().get_ref().get_ref(),
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls(stream) => stream.get_ref().0,
+            MaybeTlsStream::Tunneled(stream) => stream.transport(),
         }
     }
 
@@ -68,6 +109,7 @@ impl<S> MaybeTlsStream<S> {
             MaybeTlsStream::NativeTls(stream) => stream.get_mut().get_mut().get_mut(),
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls(stream) => stream.get_mut().0,
+            MaybeTlsStream::Tunneled(stream) => stream.transport_mut(),
         }
     }
 
@@ -81,7 +123,7 @@ impl<S> MaybeTlsStream<S> {
     /// certificates; `None` otherwise.
     #[cfg(feature = "rustls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
-    pub fn tls_connection(&self) -> Option<&lockgate::tls::rustls::ClientConnection> {
+    pub fn tls_connection(&self) -> Option<&lockgate::dial::rustls::ClientConnection> {
         match self {
             MaybeTlsStream::Rustls(stream) => Some(stream.get_ref().1),
             _ => None,
@@ -98,6 +140,10 @@ macro_rules! each {
             MaybeTlsStream::NativeTls($stream) => $body,
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls($stream) => {
+                let $stream = &mut **$stream;
+                $body
+            }
+            MaybeTlsStream::Tunneled($stream) => {
                 let $stream = &mut **$stream;
                 $body
             }
@@ -141,6 +187,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for MaybeTlsStream<S> {
             MaybeTlsStream::NativeTls(stream) => stream.is_write_vectored(),
             #[cfg(feature = "rustls")]
             MaybeTlsStream::Rustls(stream) => stream.is_write_vectored(),
+            MaybeTlsStream::Tunneled(stream) => stream.is_write_vectored(),
         }
     }
 
@@ -150,6 +197,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for MaybeTlsStream<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         each!(&mut *self, stream => Pin::new(stream).poll_shutdown(cx))
+    }
+}
+
+impl<S: std::fmt::Debug + AsyncRead + AsyncWrite + Unpin> std::fmt::Debug for MaybeTlsStream<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self {
+            MaybeTlsStream::Plain(_) => "Plain",
+            #[cfg(feature = "native-tls")]
+            MaybeTlsStream::NativeTls(_) => "NativeTls",
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(_) => "Rustls",
+            MaybeTlsStream::Tunneled(_) => "Tunneled",
+        };
+        f.debug_tuple(kind).field(self.get_ref()).finish()
     }
 }
 
@@ -181,7 +242,79 @@ where
         Some(connector) => connector,
         None => Connector::for_wss()?,
     };
-    let _ = host;
+    start(connector, stream, host)
+        .await
+        .map(Session::into_stream)
+}
+
+/// Secures a connection to `host` with TLS through `connector`, over TLS
+/// if it already is (the server's session inside an `https://` proxy's).
+///
+/// # Errors
+///
+/// As for [`wrap_stream`].
+pub(crate) async fn secure<S>(
+    stream: MaybeTlsStream<S>,
+    host: &str,
+    connector: Connector,
+) -> Result<MaybeTlsStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
+{
+    match stream {
+        MaybeTlsStream::Plain(stream) => start(connector, stream, host)
+            .await
+            .map(Session::into_stream),
+        secured => start(connector, secured, host)
+            .await
+            .map(Session::into_tunneled),
+    }
+}
+
+/// A TLS session over `T`, by one of the TLS libraries built.
+enum Session<T> {
+    #[cfg(feature = "native-tls")]
+    Native(tokio_native_tls::TlsStream<T>),
+    #[cfg(feature = "rustls")]
+    Rustls(Box<tokio_rustls::client::TlsStream<T>>),
+    #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
+    #[allow(dead_code, reason = "keeps T used in builds without TLS")]
+    None(std::convert::Infallible, std::marker::PhantomData<T>),
+}
+
+impl<T> Session<T> {
+    fn into_stream(self) -> MaybeTlsStream<T> {
+        match self {
+            #[cfg(feature = "native-tls")]
+            Session::Native(stream) => MaybeTlsStream::NativeTls(stream),
+            #[cfg(feature = "rustls")]
+            Session::Rustls(stream) => MaybeTlsStream::Rustls(stream),
+            #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
+            Session::None(never, _) => match never {},
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static> Session<MaybeTlsStream<S>> {
+    fn into_tunneled(self) -> MaybeTlsStream<S> {
+        match self {
+            #[cfg(feature = "native-tls")]
+            Session::Native(stream) => MaybeTlsStream::Tunneled(Box::new(stream)),
+            #[cfg(feature = "rustls")]
+            Session::Rustls(stream) => MaybeTlsStream::Tunneled(stream),
+            #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
+            Session::None(never, _) => match never {},
+        }
+    }
+}
+
+/// Runs a TLS handshake with `host` over `stream` through `connector`.
+async fn start<T: AsyncRead + AsyncWrite + Unpin>(
+    connector: Connector,
+    stream: T,
+    host: &str,
+) -> Result<Session<T>> {
+    let _ = (&stream, host);
     match connector {
         Connector::Plain => Err(lockgate::error::UrlError::Invalid(
             "a wss:// URL with Connector::Plain: use a ws:// URL for a plain connection, \
@@ -196,16 +329,16 @@ where
                 .connect(host, stream)
                 .await
                 .map_err(|error| lockgate::Error::Tls(error.into()))?;
-            Ok(MaybeTlsStream::NativeTls(stream))
+            Ok(Session::Native(stream))
         }
         #[cfg(feature = "rustls")]
         Connector::Rustls(config) => {
-            let name = lockgate::tls::server_name(host)?;
+            let name = lockgate::dial::server_name(host)?;
             let stream = tokio_rustls::TlsConnector::from(config)
                 .connect(name, stream)
                 .await
                 .map_err(rustls_error)?;
-            Ok(MaybeTlsStream::Rustls(Box::new(stream)))
+            Ok(Session::Rustls(Box::new(stream)))
         }
         // Connector is non-exhaustive: a TLS library this build does not
         // know of cannot come from it.
@@ -220,13 +353,13 @@ where
 fn rustls_error(error: io::Error) -> lockgate::Error {
     let is_tls = error
         .get_ref()
-        .is_some_and(|inner| inner.is::<lockgate::tls::rustls::Error>());
+        .is_some_and(|inner| inner.is::<lockgate::dial::rustls::Error>());
     if !is_tls {
         return error.into();
     }
     let inner = error.into_inner().expect("checked above");
     let tls = inner
-        .downcast::<lockgate::tls::rustls::Error>()
+        .downcast::<lockgate::dial::rustls::Error>()
         .expect("checked above");
     lockgate::Error::Tls((*tls).into())
 }
@@ -299,7 +432,7 @@ mod tests {
     #[tokio::test]
     async fn a_bad_host_fails_before_any_byte_is_sent() {
         let (client, mut server) = tokio::io::duplex(64);
-        let config = lockgate::tls::client_config(lockgate::tls::rustls::RootCertStore::empty());
+        let config = lockgate::dial::client_config(lockgate::dial::rustls::RootCertStore::empty());
         let connector = Connector::Rustls(std::sync::Arc::new(config.unwrap()));
         let result = wrap_stream(client, Mode::Tls, "bad host", Some(connector)).await;
         assert!(

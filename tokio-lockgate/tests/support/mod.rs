@@ -7,7 +7,7 @@
 mod core_support;
 #[cfg(unix)]
 pub use core_support::programs;
-pub use core_support::tinyproxy;
+pub use core_support::{proxies, tinyproxy};
 
 use std::io::{self, IoSlice, Read, Write};
 use std::pin::Pin;

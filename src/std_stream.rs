@@ -1,9 +1,11 @@
-//! How the blocking driver bounds a read by a deadline: by setting the
-//! stream's read timeout, for the streams that have one.
+//! What the blocking driver knows of the standard streams, recognised by
+//! type: their socket, whose read timeout bounds a read by a deadline, and
+//! how to end their write side after the closing handshake (TLS's
+//! close_notify first, then the socket's FIN).
 
 use std::any::{Any, TypeId};
 use std::io;
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::stream::MaybeTlsStream;
@@ -12,17 +14,17 @@ use crate::stream::MaybeTlsStream;
 ///
 /// The blocking [`WebSocket`](crate::WebSocket) and the blocking handshake
 /// call it before each read with the time left until the next deadline.
-/// They find it on their own for `TcpStream` (and `UnixStream` on Unix);
-/// give one to [`WebSocket::set_read_timeout_fn`](crate::WebSocket::set_read_timeout_fn)
-/// for any other stream that can time out a read (a TLS stream over TCP,
-/// say).
+/// They find it on their own for `TcpStream`, `UnixStream` on Unix, and
+/// TLS over a `TcpStream` (lockgate's `MaybeTlsStream`, rustls'
+/// `StreamOwned`, native-tls' `TlsStream`); give one to
+/// [`WebSocket::set_read_timeout_fn`](crate::WebSocket::set_read_timeout_fn)
+/// for any other stream that can time out a read.
 pub type ReadTimeoutFn<S> = fn(&S, Option<Duration>) -> io::Result<()>;
 
 /// The standard library's sockets, whose reads can time out.
 pub(crate) trait StdSocket {
     fn read_timeout(&self) -> io::Result<Option<Duration>>;
     fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
-    fn shutdown_write(&self) -> io::Result<()>;
 }
 
 macro_rules! std_socket {
@@ -34,9 +36,6 @@ macro_rules! std_socket {
             fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
                 <$type>::set_read_timeout(self, timeout)
             }
-            fn shutdown_write(&self) -> io::Result<()> {
-                self.shutdown(std::net::Shutdown::Write)
-            }
         }
     };
 }
@@ -45,61 +44,143 @@ std_socket!(TcpStream);
 #[cfg(unix)]
 std_socket!(std::os::unix::net::UnixStream);
 
-/// What `connect` returns: the TCP stream's timeout bounds TLS reads too.
-impl StdSocket for MaybeTlsStream<TcpStream> {
-    fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        self.get_ref().read_timeout()
+/// A stream the blocking driver knows: the socket under it and how to end
+/// its write side.
+trait KnownStream {
+    fn socket(&self) -> &dyn StdSocket;
+    /// Ends the write side: close_notify on TLS, then the socket's FIN.
+    fn end_write(&mut self) -> io::Result<()>;
+}
+
+impl KnownStream for TcpStream {
+    fn socket(&self) -> &dyn StdSocket {
+        self
     }
-    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.get_ref().set_read_timeout(timeout)
-    }
-    fn shutdown_write(&self) -> io::Result<()> {
-        // A FIN without TLS's close_notify before it would read as a
-        // truncation attack to the peer; that needs the TLS session,
-        // mutably, which this does not have.
-        if self.is_tls() {
-            return Ok(());
-        }
-        self.get_ref().shutdown(std::net::Shutdown::Write)
+    fn end_write(&mut self) -> io::Result<()> {
+        self.shutdown(Shutdown::Write)
     }
 }
 
-/// Finds the standard socket in a stream of type `S`, if it is one.
-pub(crate) type SocketOf<S> = fn(&S) -> Option<&dyn StdSocket>;
-
-/// How to see a stream of type `S` as a standard socket: recognised by
-/// type, so a generic driver needs no extra bound.
-pub(crate) fn socket_of<S: 'static>() -> Option<SocketOf<S>> {
-    fn find<S: 'static>(stream: &S) -> Option<&dyn StdSocket> {
-        let any: &dyn Any = stream;
-        if let Some(tcp) = any.downcast_ref::<TcpStream>() {
-            return Some(tcp);
-        }
-        #[cfg(unix)]
-        if let Some(unix) = any.downcast_ref::<std::os::unix::net::UnixStream>() {
-            return Some(unix);
-        }
-        if let Some(maybe_tls) = any.downcast_ref::<MaybeTlsStream<TcpStream>>() {
-            return Some(maybe_tls);
-        }
-        None
+#[cfg(unix)]
+impl KnownStream for std::os::unix::net::UnixStream {
+    fn socket(&self) -> &dyn StdSocket {
+        self
     }
-    let is_socket = TypeId::of::<S>() == TypeId::of::<TcpStream>()
-        || TypeId::of::<S>() == TypeId::of::<MaybeTlsStream<TcpStream>>();
+    fn end_write(&mut self) -> io::Result<()> {
+        self.shutdown(Shutdown::Write)
+    }
+}
+
+/// What `connect` returns, plain or TLS (inside an `https://` proxy's TLS
+/// too): the TCP stream's timeout bounds TLS reads as well.
+impl KnownStream for MaybeTlsStream<TcpStream> {
+    fn socket(&self) -> &dyn StdSocket {
+        self.get_ref()
+    }
+    fn end_write(&mut self) -> io::Result<()> {
+        self.close_notify()?;
+        self.get_ref().shutdown(Shutdown::Write)
+    }
+}
+
+/// rustls over TCP, as a server (or a client) sets it up by hand.
+#[cfg(feature = "rustls")]
+macro_rules! rustls_stream {
+    ($connection:ty) => {
+        impl KnownStream for rustls::StreamOwned<$connection, TcpStream> {
+            fn socket(&self) -> &dyn StdSocket {
+                &self.sock
+            }
+            fn end_write(&mut self) -> io::Result<()> {
+                self.conn.send_close_notify();
+                io::Write::flush(self)?;
+                self.sock.shutdown(Shutdown::Write)
+            }
+        }
+    };
+}
+
+#[cfg(feature = "rustls")]
+rustls_stream!(rustls::ClientConnection);
+#[cfg(feature = "rustls")]
+rustls_stream!(rustls::ServerConnection);
+
+#[cfg(feature = "native-tls")]
+impl KnownStream for native_tls::TlsStream<TcpStream> {
+    fn socket(&self) -> &dyn StdSocket {
+        self.get_ref()
+    }
+    fn end_write(&mut self) -> io::Result<()> {
+        self.shutdown()?;
+        self.get_ref().shutdown(Shutdown::Write)
+    }
+}
+
+/// How to reach what lockgate knows of a stream of type `S`, recognised by
+/// type so that a generic driver needs no extra bound.
+pub(crate) struct Known<S> {
+    socket: fn(&S) -> &dyn StdSocket,
+    end_write: fn(&mut S) -> io::Result<()>,
+}
+
+// By hand: derived, they would ask `S: Clone`.
+impl<S> Clone for Known<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Known<S> {}
+
+impl<S> std::fmt::Debug for Known<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Known")
+    }
+}
+
+fn downcast<S: 'static, T: 'static>(stream: &S) -> &T {
+    (stream as &dyn Any)
+        .downcast_ref()
+        .expect("checked by type")
+}
+
+fn downcast_mut<S: 'static, T: 'static>(stream: &mut S) -> &mut T {
+    (stream as &mut dyn Any)
+        .downcast_mut()
+        .expect("checked by type")
+}
+
+/// The read timeout set on `stream`'s socket, if lockgate knows the
+/// stream and one is set.
+#[cfg(feature = "native-tls")]
+pub(crate) fn read_timeout_of<S: 'static>(stream: &S) -> Option<Duration> {
+    let known = known::<S>()?;
+    (known.socket)(stream).read_timeout().ok().flatten()
+}
+
+/// What lockgate knows of streams of type `S`, if it knows them.
+pub(crate) fn known<S: 'static>() -> Option<Known<S>> {
+    macro_rules! known {
+        ($type:ty) => {
+            if TypeId::of::<S>() == TypeId::of::<$type>() {
+                return Some(Known {
+                    socket: |stream| downcast::<S, $type>(stream).socket(),
+                    end_write: |stream| downcast_mut::<S, $type>(stream).end_write(),
+                });
+            }
+        };
+    }
+    known!(TcpStream);
     #[cfg(unix)]
-    let is_socket =
-        is_socket || TypeId::of::<S>() == TypeId::of::<std::os::unix::net::UnixStream>();
-    is_socket.then_some(find::<S> as SocketOf<S>)
-}
-
-/// The read timeout setter for the stream types the standard library can
-/// time out, recognised by type.
-fn builtin<S: 'static>() -> Option<ReadTimeoutFn<S>> {
-    socket_of::<S>()?;
-    Some(|stream, timeout| {
-        let socket = socket_of::<S>().and_then(|of| of(stream));
-        socket.expect("checked by type").set_read_timeout(timeout)
-    })
+    known!(std::os::unix::net::UnixStream);
+    known!(MaybeTlsStream<TcpStream>);
+    #[cfg(feature = "rustls")]
+    known!(rustls::StreamOwned<rustls::ClientConnection, TcpStream>);
+    #[cfg(feature = "rustls")]
+    known!(rustls::StreamOwned<rustls::ServerConnection, TcpStream>);
+    #[cfg(feature = "native-tls")]
+    known!(native_tls::TlsStream<TcpStream>);
+    None
 }
 
 /// Bounds a blocking stream's reads by deadlines through its read
@@ -113,8 +194,8 @@ fn builtin<S: 'static>() -> Option<ReadTimeoutFn<S>> {
 /// pays for the system call.
 #[derive(Debug)]
 pub(crate) struct ReadTimer<S> {
-    /// The standard socket inside `S`, when `S` is one.
-    socket: Option<SocketOf<S>>,
+    /// What lockgate knows of `S`, when it knows it.
+    known: Option<Known<S>>,
     /// Sets the stream's read timeout, when it can have one.
     set: Option<ReadTimeoutFn<S>>,
     armed: Armed,
@@ -135,18 +216,38 @@ impl<S: 'static> ReadTimer<S> {
     /// A timer for the stream types the standard library can time out,
     /// recognised by type; inert for others.
     pub(crate) fn for_stream() -> Self {
+        let found = known::<S>();
+        let set: Option<ReadTimeoutFn<S>> = found.map(|_| {
+            (|stream: &S, timeout| {
+                let found = known::<S>().expect("checked by type");
+                (found.socket)(stream).set_read_timeout(timeout)
+            }) as ReadTimeoutFn<S>
+        });
         Self {
-            socket: socket_of::<S>(),
-            set: builtin::<S>(),
+            known: found,
+            set,
             armed: Armed::Unknown,
         }
     }
 }
 
 impl<S> ReadTimer<S> {
-    /// The standard socket in `stream`, if it is one.
-    pub(crate) fn socket<'a>(&self, stream: &'a S) -> Option<&'a dyn StdSocket> {
-        self.socket.and_then(|of| of(stream))
+    /// The standard socket in `stream`, if lockgate knows it.
+    fn socket<'a>(&self, stream: &'a S) -> Option<&'a dyn StdSocket> {
+        self.known.map(|known| (known.socket)(stream))
+    }
+
+    /// Ends `stream`'s write side after the closing handshake, if lockgate
+    /// knows how: close_notify on TLS, then the socket's FIN.
+    ///
+    /// # Errors
+    ///
+    /// The stream's; `Ok` for a stream lockgate does not know.
+    pub(crate) fn end_write(&self, stream: &mut S) -> io::Result<()> {
+        match self.known {
+            Some(known) => (known.end_write)(stream),
+            None => Ok(()),
+        }
     }
 
     /// The same timer for a new owner of the stream, who may set a read
@@ -231,11 +332,17 @@ mod tests {
 
     #[test]
     fn tcp_streams_are_recognised_and_others_are_not() {
-        assert!(builtin::<TcpStream>().is_some());
-        assert!(builtin::<std::io::Cursor<Vec<u8>>>().is_none());
+        assert!(known::<TcpStream>().is_some());
+        assert!(known::<MaybeTlsStream<TcpStream>>().is_some());
+        assert!(known::<std::io::Cursor<Vec<u8>>>().is_none());
+        assert!(
+            ReadTimer::<std::io::Cursor<Vec<u8>>>::for_stream()
+                .set
+                .is_none()
+        );
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let set = builtin::<TcpStream>().unwrap();
+        let set = ReadTimer::<TcpStream>::for_stream().set.unwrap();
         set(&stream, Some(Duration::from_millis(250))).unwrap();
         // The kernel rounds to its clock tick.
         let set_to = stream.read_timeout().unwrap().expect("a timeout");

@@ -39,8 +39,16 @@ use crate::websocket::WebSocket;
 /// certificates, ALPN).
 ///
 /// Passing none lets the URL decide: `ws://` is plain and `wss://` uses
-/// the default TLS setup (see the [module documentation](self)). A
-/// connector decides only for `wss://`: a `ws://` URL is always plain.
+/// the default TLS setup ([`Connector::for_wss`]: native-tls when that
+/// feature is on, else rustls with the roots of the enabled root
+/// features). A connector decides only for `wss://`: a `ws://` URL is
+/// always plain. The same connector secures the connection to an
+/// `https://` proxy.
+///
+/// rustls needs a crypto provider: lockgate uses the process's default
+/// provider if one was installed (`CryptoProvider::install_default`), and
+/// otherwise ring, which it links, so the choice is the same however many
+/// providers the process links, and never a panic.
 ///
 /// # Examples
 ///
@@ -49,12 +57,12 @@ use crate::websocket::WebSocket;
 /// ```
 /// # #[cfg(feature = "rustls")] {
 /// use std::sync::Arc;
-/// use lockgate::tls::rustls::RootCertStore;
+/// use lockgate::dial::rustls::RootCertStore;
 /// use lockgate::{ClientOptions, Connector};
 ///
 /// let mut roots = RootCertStore::empty();
 /// // roots.add(your_ca_certificate)?;
-/// let config = lockgate::tls::client_config(roots)?;
+/// let config = lockgate::dial::client_config(roots)?;
 /// let options = ClientOptions::new().tls(Connector::Rustls(Arc::new(config)));
 /// // options.connect("wss://internal.example:8443/feed")?;
 /// # drop(options);
@@ -139,7 +147,33 @@ impl Connector {
         if mode == Mode::Plain {
             return Ok(MaybeTlsStream::Plain(stream));
         }
-        let _ = host;
+        self.start(stream, host).map(Session::into_stream)
+    }
+
+    /// Secures a connection to `host` with TLS, over TLS if it already is
+    /// (the server's session inside an `https://` proxy's).
+    ///
+    /// # Errors
+    ///
+    /// As for [`wrap_stream`](Self::wrap_stream).
+    pub(crate) fn secure<S>(
+        self,
+        stream: MaybeTlsStream<S>,
+        host: &str,
+    ) -> Result<MaybeTlsStream<S>>
+    where
+        S: Read + Write + Send + Sync + 'static,
+    {
+        let stream = match stream {
+            MaybeTlsStream::Plain(stream) => return self.wrap_stream(stream, host, Mode::Tls),
+            secured => secured,
+        };
+        self.start(stream, host).map(Session::into_tunneled)
+    }
+
+    /// A TLS session to `host` over `stream`, by this connector's library.
+    fn start<T: Read + Write + 'static>(self, stream: T, host: &str) -> Result<Session<T>> {
+        let _ = (&stream, host);
         match self {
             Connector::Plain => Err(UrlError::Invalid(
                 "a wss:// URL with Connector::Plain: use a ws:// URL for a plain connection, \
@@ -151,14 +185,14 @@ impl Connector {
             Connector::NativeTls(connector) => {
                 let host = host.trim_start_matches('[').trim_end_matches(']');
                 match connector.connect(host, stream) {
-                    Ok(stream) => Ok(MaybeTlsStream::NativeTls(stream)),
+                    Ok(stream) => Ok(Session::Native(stream)),
                     Err(native_tls::HandshakeError::Failure(error)) => {
                         Err(Error::Tls(error.into()))
                     }
-                    // A read timed out: on a TcpStream whose read timeout
+                    // A read timed out: on a socket whose read timeout
                     // bounds the dial, the deadline has passed.
                     Err(native_tls::HandshakeError::WouldBlock(mid))
-                        if timed_out(mid.get_ref()) =>
+                        if crate::std_stream::read_timeout_of(mid.get_ref()).is_some() =>
                     {
                         Err(Error::Timeout(crate::error::TimeoutKind::Handshake))
                     }
@@ -174,7 +208,7 @@ impl Connector {
                 let name = server_name(host)?;
                 let connection =
                     rustls::ClientConnection::new(config, name).map_err(TlsError::from)?;
-                Ok(MaybeTlsStream::Rustls(rustls::StreamOwned::new(
+                Ok(Session::Rustls(rustls::StreamOwned::new(
                     connection, stream,
                 )))
             }
@@ -182,15 +216,44 @@ impl Connector {
     }
 }
 
-/// Whether a native-tls handshake on `stream` has run out of time: never
-/// known here for streams other than a `TcpStream` with a read timeout,
-/// whose expiry makes a blocking handshake would-block (the dial sets it to
-/// the time left).
-#[cfg(feature = "native-tls")]
-fn timed_out<S: 'static>(stream: &S) -> bool {
-    let any: &dyn std::any::Any = stream;
-    any.downcast_ref::<std::net::TcpStream>()
-        .is_some_and(|tcp| tcp.read_timeout().ok().flatten().is_some())
+/// A TLS session over `T`, by one of the TLS libraries built. Unboxed: it
+/// is moved once, into the stream it becomes.
+#[allow(clippy::large_enum_variant, reason = "moved once, into its stream")]
+enum Session<T: Read + Write> {
+    #[cfg(feature = "native-tls")]
+    Native(native_tls::TlsStream<T>),
+    #[cfg(feature = "rustls")]
+    Rustls(rustls::StreamOwned<rustls::ClientConnection, T>),
+    #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
+    #[allow(dead_code, reason = "keeps T used in builds without TLS")]
+    None(std::convert::Infallible, std::marker::PhantomData<T>),
+}
+
+impl<T: Read + Write> Session<T> {
+    fn into_stream(self) -> MaybeTlsStream<T> {
+        match self {
+            #[cfg(feature = "native-tls")]
+            Session::Native(stream) => MaybeTlsStream::NativeTls(stream),
+            #[cfg(feature = "rustls")]
+            Session::Rustls(stream) => MaybeTlsStream::Rustls(stream),
+            #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
+            Session::None(never, _) => match never {},
+        }
+    }
+}
+
+impl<S: Read + Write + Send + Sync + 'static> Session<MaybeTlsStream<S>> {
+    /// The session over an `https://` proxy's.
+    fn into_tunneled(self) -> MaybeTlsStream<S> {
+        match self {
+            #[cfg(feature = "native-tls")]
+            Session::Native(stream) => MaybeTlsStream::Tunneled(Box::new(stream)),
+            #[cfg(feature = "rustls")]
+            Session::Rustls(stream) => MaybeTlsStream::Tunneled(Box::new(stream)),
+            #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
+            Session::None(never, _) => match never {},
+        }
+    }
 }
 
 /// The name a rustls client verifies the server's certificate against:
@@ -367,36 +430,27 @@ where
     crate::client::client_with_config(request, stream, config)
 }
 
-/// Completes the TLS handshake of a stream that [`Connector::wrap_stream`]
-/// made, whose TCP read and write timeouts are the time left before the
-/// deadline: a read or write cut short by them means the deadline passed.
-pub(crate) fn finish_handshake(stream: &mut MaybeTlsStream<std::net::TcpStream>) -> Result<()> {
-    match stream {
-        #[cfg(feature = "rustls")]
-        MaybeTlsStream::Rustls(stream) => {
-            while stream.conn.is_handshaking() {
-                if let Err(error) = stream.conn.complete_io(&mut stream.sock) {
-                    return Err(tls_io_error(error));
-                }
-            }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
+/// Completes the TLS handshake of a stream that [`Connector`] made (over a
+/// TCP stream whose read and write timeouts are the time left before the
+/// deadline: a read or write cut short by them means the deadline passed).
+/// rustls runs its handshake on the first I/O, and a flush is I/O that
+/// sends nothing of the application's.
+pub(crate) fn finish_handshake<S: Read + Write>(stream: &mut MaybeTlsStream<S>) -> Result<()> {
+    stream.flush().map_err(tls_io_error)
 }
 
-/// An I/O error of a rustls stream: its TLS failure as [`Error::Tls`], a
+/// An I/O error of a TLS stream: its TLS failure as [`Error::Tls`], a
 /// timeout as the handshake's.
-#[cfg(feature = "rustls")]
 fn tls_io_error(error: std::io::Error) -> Error {
     use std::io::ErrorKind;
     if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
         return Error::Timeout(crate::error::TimeoutKind::Handshake);
     }
-    let is_tls = error
+    #[cfg(feature = "rustls")]
+    if error
         .get_ref()
-        .is_some_and(|inner| inner.is::<rustls::Error>());
-    if is_tls {
+        .is_some_and(|inner| inner.is::<rustls::Error>())
+    {
         let inner = error.into_inner().expect("checked above");
         let tls = inner.downcast::<rustls::Error>().expect("checked above");
         return Error::Tls(TlsError::from(*tls));

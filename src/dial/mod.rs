@@ -1,0 +1,35 @@
+//! Dialling a client connection: where to connect for a URL ([`Route`]),
+//! the proxy to go through ([`Proxy`]: HTTP, HTTPS, SOCKS5, from a URL or
+//! from the environment), the exchange that opens its tunnel ([`Tunnel`]:
+//! HTTP CONNECT or SOCKS5, sans-IO), and TLS ([`Connector`]).
+//!
+//! The sequence is decided once, here, for every driver:
+//! [`Route::steps`] lists what to do (connect, TLS to an `https://` proxy,
+//! resolve for `socks5://`, the tunnel, TLS to the server, the handshake)
+//! and the blocking `connect` and tokio-lockgate's `connect_async*` each do
+//! those steps with their own I/O, all under one deadline,
+//! [`Config::handshake_timeout`](crate::Config::handshake_timeout). The
+//! exchanges are run by the same loop as the opening handshake (they are
+//! [`Exchange`](crate::handshake::Exchange)s).
+
+mod http_connect;
+mod proxy;
+mod route;
+mod socks5;
+mod tls;
+mod tunnel;
+
+pub use http_connect::{ProxyRefusal, ProxyTunnel};
+pub use proxy::{Proxy, ProxyScheme};
+pub use route::{DialStep, Route};
+pub use socks5::{Socks5Reason, Socks5Refusal, Socks5Target, Socks5Tunnel};
+#[cfg(feature = "native-tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "native-tls")))]
+pub use tls::native_tls;
+pub use tls::{Connector, client_tls, client_tls_with_config};
+#[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub use tls::{client_config, rustls, server_name};
+pub use tunnel::Tunnel;
+
+pub(crate) use tls::finish_handshake;
