@@ -20,7 +20,8 @@ cd "$(dirname "$0")/.."
 # were a third of its target directory (2.5 of 7.7 GiB).
 export CARGO_INCREMENTAL=0
 
-step() { printf '\n==> %s\n' "$*"; }
+started=$SECONDS
+step() { printf '\n==> [%d s] %s\n' "$((SECONDS - started))" "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -51,7 +52,12 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p tokio-lockgate --features axum
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate -p tokio-lockgate --all-features
 
 step "cargo package: both crates package and build from what they ship"
-cargo package -p lockgate -p tokio-lockgate --allow-dirty
+# A target directory of its own, new each time: cargo takes a packaged
+# crate for immutable, so a lockgate 0.1.0 built from an earlier run's
+# package would stand in for this one.
+rm -rf target/package-check
+cargo package -p lockgate -p tokio-lockgate --allow-dirty --target-dir target/package-check
+rm -rf target/package-check
 
 step "cargo build and test, lockgate without default features (no permessage-deflate)"
 cargo build -p lockgate --no-default-features
@@ -75,6 +81,7 @@ cargo test -p tokio-lockgate
 cargo test -p tokio-lockgate --features axum,rustls
 # The blocking driver's wss:// (rustls and native-tls) and the TLS docs.
 cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --lib --test tls_connect --test proxy
+cargo test -p tokio-lockgate --features native-tls,hyper --test proxy --test h2_client
 cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --doc
 
 step "README commands, run as written: servers answered by the README's clients (scripts/readme-commands.sh)"
@@ -105,3 +112,5 @@ bash autobahn/run.sh all
 
 step "Autobahn conformance: tokio adapter (server and client modes)"
 AUTOBAHN_PACKAGE=tokio-lockgate AUTOBAHN_SUFFIX=-tokio bash autobahn/run.sh all
+
+step "done"

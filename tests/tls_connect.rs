@@ -175,3 +175,29 @@ fn connect_dials_wss_through_native_tls() {
     echo_through(&mut ws);
     assert_eq!(server.join().unwrap(), Ok(3));
 }
+
+/// A process that installed its own default crypto provider (as an
+/// application using rustls elsewhere does): lockgate's default
+/// configuration takes it, and wss:// works; no panic either way.
+#[test]
+fn a_process_wide_crypto_provider_is_used_when_installed() {
+    let provider = rustls::crypto::ring::default_provider();
+    // Another test of this binary may have installed one first: either
+    // way one is installed now.
+    let _ = provider.install_default();
+    let installed = rustls::crypto::CryptoProvider::get_default().expect("installed");
+    let (cert, key) = certificate();
+    let mut roots = RootCertStore::empty();
+    roots.add(cert.clone()).unwrap();
+    let config = lockgate::dial::client_config(roots).unwrap();
+    assert!(std::sync::Arc::ptr_eq(config.crypto_provider(), installed));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("wss://localhost:{}/", listener.local_addr().unwrap().port());
+    let server = serve_one(listener, cert, key);
+    let (mut ws, _) = ClientOptions::new()
+        .tls(Connector::Rustls(Arc::new(config)))
+        .connect(url.as_str())
+        .unwrap();
+    echo_through(&mut ws);
+    assert_eq!(server.join().unwrap(), Ok(3));
+}

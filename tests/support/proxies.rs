@@ -623,6 +623,7 @@ impl EchoServer {
         let count = Arc::clone(&served);
         let acceptor = Acceptor::start(Arc::new(move |tcp: TcpStream| {
             tcp.set_read_timeout(Some(IO_LIMIT)).unwrap();
+            tcp.set_nodelay(true).unwrap();
             let connection = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
             let tls = rustls::StreamOwned::new(connection, tcp);
             if let Ok(ws) = lockgate::accept(tls) {

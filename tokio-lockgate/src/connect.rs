@@ -17,7 +17,7 @@ use std::future::Future;
 use std::io;
 use std::time::Instant;
 
-use lockgate::dial::DialStep;
+use lockgate::dial::{DialStep, Route};
 use lockgate::handshake::client::Response;
 use lockgate::handshake::{Callback, Exchange, IntoClientRequest, Step};
 use lockgate::protocol::WebSocketConfig;
@@ -404,12 +404,34 @@ async fn dial<R: IntoClientRequest>(
     };
     let handshake = options.handshake(request, now())?;
     let deadline = handshake.deadline();
+    let mut stream = open(&route, &steps, connector.as_ref(), nodelay, deadline).await?;
+    let opened = drive(&mut stream, handshake).await?;
+    Ok((
+        WebSocketStream::from_context(stream, opened.context),
+        opened.response.map(|()| None),
+    ))
+}
+
+/// Does `steps` of `route` (TCP, a proxy's tunnel, TLS through
+/// `connector`) until the WebSocket handshake or the last step, all by
+/// `deadline`: the connection the handshake then runs on.
+///
+/// # Errors
+///
+/// As for [`connect_async_with`], but for the handshake's.
+pub(crate) async fn open(
+    route: &Route,
+    steps: &[DialStep<'_>],
+    connector: Option<&Connector>,
+    nodelay: bool,
+    deadline: Option<Instant>,
+) -> Result<MaybeTlsStream<TcpStream>> {
     // On the heap: a TLS handshake's state is large, and a task that
     // connects and then serves the connection would carry it for life.
     let connection = Box::pin(async {
         let mut stream = None;
         let mut resolved = None;
-        for step in steps {
+        for &step in steps {
             match step {
                 DialStep::Connect { host, port } => {
                     let tcp = TcpStream::connect((host, port))
@@ -419,7 +441,7 @@ async fn dial<R: IntoClientRequest>(
                     stream = Some(MaybeTlsStream::Plain(tcp));
                 }
                 DialStep::Tls { host } => {
-                    let connector = connector.clone().expect("chosen above for every Tls step");
+                    let connector = connector.cloned().expect("chosen for every Tls step");
                     let transport = stream.take().expect("Connect comes first");
                     stream = Some(secure(transport, host, connector).await?);
                 }
@@ -442,18 +464,16 @@ async fn dial<R: IntoClientRequest>(
         }
         Ok::<_, Error>(stream.expect("Connect comes first"))
     });
-    let mut stream = until(deadline, connection)
+    until(deadline, connection)
         .await
-        .ok_or(Error::Timeout(TimeoutKind::Handshake))??;
-    let opened = drive(&mut stream, handshake).await?;
-    Ok((
-        WebSocketStream::from_context(stream, opened.context),
-        opened.response.map(|()| None),
-    ))
+        .ok_or(Error::Timeout(TimeoutKind::Handshake))?
 }
 
 /// Runs a client `handshake` over `stream` and opens the connection.
-async fn finish_client<S, E>(mut stream: S, handshake: E) -> Result<(WebSocketStream<S>, Response)>
+pub(crate) async fn finish_client<S, E>(
+    mut stream: S,
+    handshake: E,
+) -> Result<(WebSocketStream<S>, Response)>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     E: Exchange<Outcome = Result<Box<lockgate::handshake::Opened>>>,
@@ -495,7 +515,7 @@ where
 }
 
 /// `future`, unless `deadline` comes first (`None`).
-async fn until<F: Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
+pub(crate) async fn until<F: Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
     match deadline {
         None => Some(future.await),
         Some(deadline) => tokio::time::timeout_at(deadline.into(), future).await.ok(),
@@ -503,7 +523,7 @@ async fn until<F: Future>(deadline: Option<Instant>, future: F) -> Option<F::Out
 }
 
 /// tokio's clock, as the handshake takes it (so paused-clock tests move it).
-fn now() -> Instant {
+pub(crate) fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 

@@ -117,6 +117,8 @@
 pub mod axum;
 mod connect;
 mod core;
+#[cfg(feature = "hyper")]
+mod h2_dial;
 pub mod hub;
 mod split;
 mod stream;

@@ -53,6 +53,7 @@ use lockgate::http::header::{HeaderValue, SEC_WEBSOCKET_PROTOCOL};
 use lockgate::http::{Request, Response, StatusCode, Version};
 use lockgate::{Config, Error, HandshakeFailure, Result, Role, WebSocketContext};
 
+pub use crate::h2_dial::{DialedStream, connect_async_h2};
 use crate::stream::WebSocketStream;
 
 /// A WebSocket on a connection hyper upgraded (HTTP/1.1) or on an HTTP/2
@@ -361,6 +362,22 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let (upgraded, context, response) = extended_connect(sender, request, config).await?;
+    Ok((WebSocketStream::from_context(upgraded, context), response))
+}
+
+/// [`connect_h2`]'s extended CONNECT: the stream, the connection's
+/// context and the response.
+pub(crate) async fn extended_connect<B>(
+    sender: &mut SendRequest<B>,
+    request: impl IntoClientRequest,
+    config: Config,
+) -> Result<(TokioIo<Upgraded>, WebSocketContext, Response<()>)>
+where
+    B: Body + Default + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let connect = ExtendedConnect::new(request, config.get_deflate().copied())?;
     let mut outgoing = connect.request().clone().map(|()| B::default());
     outgoing
@@ -377,13 +394,10 @@ where
     let mut context = WebSocketContext::with_deflate(Role::Client, config, deflate);
     let chosen = response.headers().get(SEC_WEBSOCKET_PROTOCOL);
     context.set_subprotocol(chosen.and_then(|value| value.to_str().ok()));
-    Ok((
-        WebSocketStream::from_context(TokioIo::new(upgraded), context),
-        response,
-    ))
+    Ok((TokioIo::new(upgraded), context, response))
 }
 
 /// hyper's errors as I/O errors: they are failures of the connection.
-fn hyper_error(error: ::hyper::Error) -> Error {
+pub(crate) fn hyper_error(error: ::hyper::Error) -> Error {
     Error::Io(io::Error::other(error))
 }
