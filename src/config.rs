@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::deflate::DeflateConfig;
+use crate::proto::{RateLimit, RateLimitId};
 
 /// Which end of the connection this is. Clients mask what they send and
 /// servers require masked frames (RFC 6455 section 5.1).
@@ -45,6 +46,9 @@ pub struct Config {
     pub(crate) ping_timeout: Millis,
     pub(crate) close_timeout: Millis,
     pub(crate) deflate: Option<DeflateConfig>,
+    // Two bytes that were padding: an index into the process's table of
+    // rate limits, so a connection without one holds nothing for it.
+    rate_limit: RateLimitId,
 }
 
 /// An optional duration in whole milliseconds (rounded up, at most about
@@ -132,6 +136,7 @@ impl Default for Config {
             ping_timeout: Millis::from(Some(DEFAULT_PING_TIMEOUT)),
             close_timeout: Millis::from(Some(DEFAULT_CLOSE_TIMEOUT)),
             deflate: None,
+            rate_limit: RateLimitId::NONE,
         }
     }
 }
@@ -281,6 +286,41 @@ impl Config {
     pub fn deflate(mut self, deflate: Option<DeflateConfig>) -> Self {
         self.deflate = deflate;
         self
+    }
+
+    /// Limits how fast the peer may send: messages and payload bytes per
+    /// second, each a token bucket with a burst, and what to do with a
+    /// peer that sends faster: throttle it (stop reading until the bucket
+    /// refills, so TCP pushes back on it) or close with 1008. Default
+    /// `None`: no limit. `None` removes a limit set before. See
+    /// [`RateLimit`] and [`RatePolicy`](crate::RatePolicy) for what counts
+    /// and the defaults of its fields.
+    ///
+    /// Without a limit a connection holds nothing for it; with one, its
+    /// buckets take one allocation (about 200 bytes) and reading a message
+    /// a few integer operations. A configuration holds a limit as
+    /// an index into a table of the process's distinct limits, shared by
+    /// every configuration with an equal one.
+    ///
+    /// ```
+    /// use lockgate::{Config, RateLimit};
+    ///
+    /// let config = Config::default().rate_limit(RateLimit::messages_per_second(50));
+    /// assert_eq!(config.get_rate_limit().unwrap().get_message_burst(), Some(50));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the process already uses 65,535 other distinct limits.
+    pub fn rate_limit(mut self, limit: impl Into<Option<RateLimit>>) -> Self {
+        self.rate_limit = RateLimitId::of(limit.into());
+        self
+    }
+
+    /// See [`Config::rate_limit`]. Looks the limit up in the process's
+    /// table (a shared lock): cheap, but not meant for every message.
+    pub fn get_rate_limit(&self) -> Option<RateLimit> {
+        self.rate_limit.get()
     }
 
     /// See [`Config::deflate`].

@@ -483,7 +483,7 @@ pub enum SubProtocolError {
 }
 
 /// A configured limit was exceeded. The connection fails with 1009 (1008
-/// for too many fragments).
+/// for too many fragments or a rate limit).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CapacityError {
@@ -516,16 +516,42 @@ pub enum CapacityError {
         /// The configured limit.
         max: usize,
     },
+    /// The peer sent more messages than the connection's
+    /// [`RateLimit`](crate::RateLimit) allows, under
+    /// [`RatePolicy::Close`](crate::RatePolicy::Close). Closes with 1008
+    /// (policy). The message that overran the limit was dropped.
+    #[error("message rate exceeded: more than {per_second} per second (burst {burst})")]
+    MessageRateExceeded {
+        /// The configured rate.
+        per_second: u64,
+        /// The configured burst.
+        burst: u64,
+    },
+    /// The peer sent more payload bytes than the connection's
+    /// [`RateLimit`](crate::RateLimit) allows, under
+    /// [`RatePolicy::Close`](crate::RatePolicy::Close). Closes with 1008
+    /// (policy). The message that overran the limit was dropped.
+    #[error("byte rate exceeded: more than {per_second} bytes per second (burst {burst})")]
+    ByteRateExceeded {
+        /// The configured rate.
+        per_second: u64,
+        /// The configured burst.
+        burst: u64,
+    },
 }
 
 impl CapacityError {
     /// [`CloseCode::Size`] (1009) for sizes, [`CloseCode::Policy`] (1008)
-    /// for [`CapacityError::TooManyFragments`], `None` for
+    /// for [`CapacityError::TooManyFragments`] and the rate limits
+    /// ([`CapacityError::MessageRateExceeded`],
+    /// [`CapacityError::ByteRateExceeded`]), `None` for
     /// [`CapacityError::TooManyHeaders`] (the connection never opened).
     pub fn close_code(&self) -> Option<CloseCode> {
         match self {
             CapacityError::TooManyHeaders => None,
-            CapacityError::TooManyFragments { .. } => Some(CloseCode::Policy),
+            CapacityError::TooManyFragments { .. }
+            | CapacityError::MessageRateExceeded { .. }
+            | CapacityError::ByteRateExceeded { .. } => Some(CloseCode::Policy),
             _ => Some(CloseCode::Size),
         }
     }
@@ -614,6 +640,16 @@ pub enum HandshakeFailure {
     /// The client asked for a WebSocket version other than 13 (426).
     #[error("unsupported Sec-WebSocket-Version (only 13 is spoken)")]
     UnsupportedVersion,
+    /// The server's [`OriginPolicy`](crate::handshake::OriginPolicy) does
+    /// not accept the request's `Origin` (403): a page of another site
+    /// (whose request would carry the user's cookies), or an `Origin`
+    /// that is `null`, malformed or repeated. `origin` is the value (the
+    /// values, comma-separated), as one line of at most 120 characters.
+    #[error("Origin {origin} is not allowed to open a WebSocket on this server")]
+    OriginRefused {
+        /// The refused `Origin`, shortened.
+        origin: String,
+    },
     /// The server's callback returned a response that would break the
     /// handshake: a status other than 101, a changed `Connection`, `Upgrade`
     /// or `Sec-WebSocket-Accept`, a subprotocol the client did not offer, or
@@ -649,6 +685,7 @@ impl HandshakeFailure {
         match self {
             HandshakeFailure::HeadTooLarge => http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             HandshakeFailure::UnsupportedVersion => http::StatusCode::UPGRADE_REQUIRED,
+            HandshakeFailure::OriginRefused { .. } => http::StatusCode::FORBIDDEN,
             HandshakeFailure::InvalidCallbackResponse(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
             _ => http::StatusCode::BAD_REQUEST,
         }

@@ -108,6 +108,8 @@
 //! | `rustls-tls-native-roots` | | `rustls` with the operating system's root certificates |
 //! | `native-tls` | | `wss://` through the platform's TLS library (`Connector::NativeTls`) |
 //! | `native-tls-vendored` | | `native-tls` with OpenSSL built from source |
+//! | `metrics` | | counters through the `metrics` facade (module `observe`) |
+//! | `tracing` | | a `tracing` span per connection; events at close, timeout, protocol error, handshake refusal (module `observe`) |
 //!
 //! # Porting from tungstenite
 //!
@@ -123,6 +125,10 @@
 //!   stays silent through a ping is dropped with
 //!   [`Error::Timeout`]; turn them off with `None`;
 //! - a pong is returned only for a ping the application sent;
+//! - a server refuses an upgrade whose `Origin` is another site's with 403
+//!   (cross-site WebSocket hijacking); requests without `Origin` pass, and
+//!   [`ServerOptions::origin_policy`] allows more (see
+//!   [`handshake::OriginPolicy`]);
 //! - `get_config` returns the [`WebSocketConfig`] settings by value (the
 //!   whole configuration is [`WebSocket::config`]), and streams passed to
 //!   `accept`, `client` or `from_raw_socket` must be `'static` (owned),
@@ -145,6 +151,9 @@ pub mod fuzz_api;
 pub mod handshake;
 mod message;
 mod mid_handshake;
+#[cfg(any(feature = "metrics", feature = "tracing"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "metrics", feature = "tracing"))))]
+pub mod observe;
 mod prepared;
 mod proto;
 pub mod protocol;
@@ -169,7 +178,7 @@ pub use handshake::{ClientOptions, HandshakeError, ServerOptions};
 pub use http;
 pub use message::{CloseFrame, Message};
 pub use prepared::PreparedMessage;
-pub use proto::{Next, Operation, Output, WebSocketContext};
+pub use proto::{Next, Operation, Output, RateLimit, RatePolicy, WebSocketContext};
 pub use protocol::WebSocketConfig;
 pub use server::{ServerHandshake, accept, accept_hdr, accept_hdr_with_config, accept_with_config};
 pub use std_stream::ReadTimeoutFn;

@@ -146,7 +146,8 @@ pub fn accept_with_config<S: Read + Write + 'static>(
 }
 
 /// Accepts an upgrade, letting `callback` inspect the request and shape or
-/// refuse the response (subprotocols, extra headers, origin checks).
+/// refuse the response (subprotocols, extra headers, authentication). The Origin policy
+/// ([`ServerOptions::origin_policy`]) runs first.
 ///
 /// # Errors
 ///

@@ -25,10 +25,13 @@ pub type ReadTimeoutFn<S> = fn(&S, Option<Duration>) -> io::Result<()>;
 pub(crate) trait StdSocket {
     fn read_timeout(&self) -> io::Result<Option<Duration>>;
     fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
+    /// The peer's IP address, for the connection's span.
+    #[cfg(feature = "tracing")]
+    fn peer_addr(&self) -> Option<std::net::SocketAddr>;
 }
 
 macro_rules! std_socket {
-    ($type:ty) => {
+    ($type:ty, $peer_addr:expr) => {
         impl StdSocket for $type {
             fn read_timeout(&self) -> io::Result<Option<Duration>> {
                 <$type>::read_timeout(self)
@@ -36,13 +39,17 @@ macro_rules! std_socket {
             fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
                 <$type>::set_read_timeout(self, timeout)
             }
+            #[cfg(feature = "tracing")]
+            fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+                $peer_addr(self)
+            }
         }
     };
 }
 
-std_socket!(TcpStream);
+std_socket!(TcpStream, |socket: &TcpStream| socket.peer_addr().ok());
 #[cfg(unix)]
-std_socket!(std::os::unix::net::UnixStream);
+std_socket!(std::os::unix::net::UnixStream, |_| None);
 
 /// A stream the blocking driver knows: the socket under it and how to end
 /// its write side.
@@ -248,6 +255,13 @@ impl<S> ReadTimer<S> {
             Some(known) => (known.end_write)(stream),
             None => Ok(()),
         }
+    }
+
+    /// The peer's IP address, if `stream` is a socket lockgate knows (also
+    /// under TLS) and it has one.
+    #[cfg(feature = "tracing")]
+    pub(crate) fn peer_addr(&self, stream: &S) -> Option<std::net::SocketAddr> {
+        self.socket(stream)?.peer_addr()
     }
 
     /// The same timer for a new owner of the stream, who may set a read

@@ -45,6 +45,15 @@ const MAX_IOVECS: usize = 64;
 /// `read` is called again by [`deadline`](Self::deadline) (a read that
 /// returns `WouldBlock` or `TimedOut` after it handles it).
 ///
+/// A rate limit ([`Config::rate_limit`]) that throttles the peer makes
+/// `read` sleep until the next message fits, reading nothing meanwhile so
+/// that TCP pushes back on the peer; keepalive pings do not go out and the
+/// keepalive timeout does not run during that sleep (the peer is plainly
+/// alive). It sleeps on a non-blocking stream too, and whatever read
+/// timeout the caller set: an event loop that must never block drives a
+/// [`WebSocketContext`] itself, which answers [`Next::Wait`] with the
+/// deadline instead.
+///
 /// ```no_run
 /// use std::time::Duration;
 /// use lockgate::{Config, Error, TimeoutKind};
@@ -128,6 +137,7 @@ impl<S: 'static> WebSocket<S> {
             context,
             read_timer: ReadTimer::for_stream(),
         }
+        .with_peer_traced()
     }
 }
 
@@ -141,6 +151,23 @@ impl<S> WebSocket<S> {
             context,
             read_timer,
         }
+        .with_peer_traced()
+    }
+
+    /// Records the socket's peer address in the connection's span
+    /// (feature `tracing`), when the stream is a socket it knows.
+    #[cfg_attr(
+        not(feature = "tracing"),
+        allow(unused_mut, reason = "nothing to record")
+    )]
+    fn with_peer_traced(mut self) -> Self {
+        #[cfg(feature = "tracing")]
+        if self.context.is_traced() {
+            if let Some(peer) = self.read_timer.peer_addr(&self.stream) {
+                self.context.record_peer_addr(peer);
+            }
+        }
+        self
     }
 
     /// The stream.
@@ -240,8 +267,9 @@ impl<S> WebSocket<S> {
         self.read_timer.set_fn(set);
     }
 
-    /// When the next deadline (keepalive or close) falls, if the connection
-    /// waits on one; `read` handles it once called at or after that time.
+    /// When the next deadline (keepalive, close, or the end of a rate
+    /// limit's throttle) falls, if the connection waits on one; `read`
+    /// handles it once called at or after that time.
     pub fn deadline(&mut self) -> Option<Instant> {
         self.context.waiting(Instant::now())
     }
@@ -403,6 +431,10 @@ impl<S: Read + Write> WebSocket<S> {
                 Next::Transmit => self.transmit(),
                 Next::Flush => self.stream.flush().map(|()| self.context.flushed()),
                 Next::Receive => self.receive(),
+                Next::Wait => {
+                    self.wait();
+                    Ok(())
+                }
                 Next::Shutdown => {
                     // A failed shutdown changes nothing: the closing
                     // handshake is complete either way.
@@ -438,6 +470,19 @@ impl<S: Read + Write> WebSocket<S> {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// A rate limit holds the next message back: sleep until it fits.
+    /// There is no read to bound by the deadline (not reading is the
+    /// point), so the thread sleeps, on any stream.
+    fn wait(&mut self) {
+        let now = Instant::now();
+        if let Some(deadline) = self.context.waiting(now) {
+            if deadline > now {
+                std::thread::sleep(deadline - now);
+            }
+            self.context.handle_timeout(Instant::now().max(deadline));
         }
     }
 

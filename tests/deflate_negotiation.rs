@@ -15,8 +15,8 @@ use http::header::{HeaderValue, SEC_WEBSOCKET_EXTENSIONS};
 use http::{Request, Response, StatusCode};
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::handshake::{
-    Callback, ClientUpgrade, ClientUpgradeDone, NoCallback, ServerUpgrade, ServerUpgradeDone,
-    error_response_bytes, upgrade_response, upgrade_response_with_deflate,
+    Callback, ClientUpgrade, ClientUpgradeDone, NoCallback, OriginPolicy, ServerUpgrade,
+    ServerUpgradeDone, error_response_bytes, upgrade_response, upgrade_response_with_deflate,
 };
 use lockgate::{Error, HandshakeFailure, Role};
 
@@ -794,7 +794,9 @@ fn upgrade_response_with_deflate_negotiates() {
         "permessage-deflate; server_max_window_bits=5",
         "permessage-deflate; client_max_window_bits=10",
     ]);
-    let (response, deflate) = upgrade_response_with_deflate(&request, Some(&config)).unwrap();
+    let origin = OriginPolicy::default();
+    let (response, deflate) =
+        upgrade_response_with_deflate(&request, Some(&config), &origin).unwrap();
     assert_eq!(response.status(), StatusCode::SWITCHING_PROTOCOLS);
     assert_eq!(deflate, Some(params(true, false, 15, 10)));
     assert_eq!(
@@ -810,7 +812,7 @@ fn upgrade_response_with_deflate_negotiates() {
     assert_eq!(client_params(client_config, &[answer]), deflate);
 
     // Without a config, or with the plain function, nothing is accepted.
-    let (response, deflate) = upgrade_response_with_deflate(&request, None).unwrap();
+    let (response, deflate) = upgrade_response_with_deflate(&request, None, &origin).unwrap();
     assert_eq!(deflate, None);
     assert!(!response.headers().contains_key(SEC_WEBSOCKET_EXTENSIONS));
     let response = upgrade_response(&request).unwrap();
@@ -818,7 +820,7 @@ fn upgrade_response_with_deflate_negotiates() {
 
     // No acceptable offer: a plain 101.
     let (response, deflate) =
-        upgrade_response_with_deflate(&http_request(&["x-foo"]), Some(&config)).unwrap();
+        upgrade_response_with_deflate(&http_request(&["x-foo"]), Some(&config), &origin).unwrap();
     assert_eq!(deflate, None);
     assert!(!response.headers().contains_key(SEC_WEBSOCKET_EXTENSIONS));
 }
@@ -827,8 +829,12 @@ fn upgrade_response_with_deflate_negotiates() {
 fn upgrade_response_with_deflate_checks_the_request() {
     let mut request = http_request(&["permessage-deflate"]);
     request.headers_mut().remove("sec-websocket-key");
-    let error =
-        upgrade_response_with_deflate(&request, Some(&DeflateConfig::default())).unwrap_err();
+    let error = upgrade_response_with_deflate(
+        &request,
+        Some(&DeflateConfig::default()),
+        &OriginPolicy::default(),
+    )
+    .unwrap_err();
     assert!(
         matches!(error, HandshakeFailure::BadRequest(_)),
         "{error:?}"

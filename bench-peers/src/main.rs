@@ -51,6 +51,8 @@ mod idle;
 mod json;
 mod libs;
 mod mem;
+#[cfg(feature = "metrics")]
+mod observe;
 mod report;
 mod streams;
 mod sys;
@@ -664,6 +666,8 @@ fn main() {
         return;
     }
     let plan = Plan::parse(&args);
+    #[cfg(feature = "metrics")]
+    let recorder = observe::install();
     let nofile = sys::raise_nofile();
     let started = Instant::now();
     let when = sys::now_utc();
@@ -691,6 +695,8 @@ fn main() {
         Vec::new()
     };
     let took = started.elapsed().as_secs_f64();
+    #[cfg(feature = "metrics")]
+    observe::summary(&recorder);
     let load1 = sys::loadavg();
     let mode = if plan.quick { "--quick" } else { "full" };
     let mut out = String::new();
@@ -733,6 +739,8 @@ fn main() {
             plan.reps_fanout,
         );
         out.push_str(&header);
+        #[cfg(feature = "metrics")]
+        out.push_str(observe::NOTE);
         out.push_str(&report::table(&rows, &report::COLS));
         out.push_str(&format!(
             "\n- {NO_UTF8}: yawc does not validate UTF-8 in text messages by default \

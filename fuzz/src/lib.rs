@@ -528,6 +528,7 @@ pub fn run_context(data: &[u8], role: Role, deflate: bool) {
                     break;
                 }
                 Ok(Next::Done) => panic!("a read ended without a message"),
+                Ok(Next::Wait) => panic!("a wait without a rate limit"),
                 Err(error) => {
                     failed = true;
                     let sent_before = out.close_sent;

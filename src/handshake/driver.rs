@@ -304,7 +304,15 @@ impl<H> HandshakeDriver<H> {
     /// [`TimeoutKind::Handshake`], as [`handle_timeout`](Self::handle_timeout)
     /// does.
     pub fn poll(&mut self, now: Instant) -> Step {
-        self.progress.poll(now)
+        let step = self.progress.poll(now);
+        // Reported once: a poll after `Done` answers `AlreadyClosed`.
+        #[cfg(any(feature = "metrics", feature = "tracing"))]
+        if let Step::Done(Err(error)) = &step {
+            if !matches!(error, Error::AlreadyClosed) {
+                crate::observe::handshake_failed(self.role, error);
+            }
+        }
+        step
     }
 
     /// Reports bytes read from the connection at `now`; an empty `input`

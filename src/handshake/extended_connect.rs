@@ -16,6 +16,7 @@ use http::{Method, Request, Response, StatusCode, Uri, Version};
 
 use super::client_upgrade::{check_extensions, check_protocol, complete_request};
 use super::head;
+use super::origin::OriginPolicy;
 use super::server_upgrade::negotiate_extensions;
 use crate::deflate::params::client_offer;
 use crate::deflate::{DeflateConfig, DeflateParams};
@@ -32,7 +33,9 @@ pub const WEBSOCKET_PROTOCOL: &str = "websocket";
 ///
 /// The request must be CONNECT over HTTP/2 or later with `:protocol`
 /// `websocket` and `Sec-WebSocket-Version: 13`; there is no key and no
-/// accept (RFC 8441 section 5). The response carries the
+/// accept (RFC 8441 section 5). Its `Origin` must then pass `origin`
+/// ([`OriginPolicy::default`]: no `Origin`, or the server's own, compared
+/// with the request URI's authority, i.e. `:authority`). The response carries the
 /// `Sec-WebSocket-Extensions` answer if an offer was accepted; add a
 /// `Sec-WebSocket-Protocol` chosen among the client's offers (see
 /// [`choose_subprotocol`](super::choose_subprotocol)). Once the HTTP
@@ -49,22 +52,26 @@ pub const WEBSOCKET_PROTOCOL: &str = "websocket";
 ///
 /// # Errors
 ///
-/// [`HandshakeFailure::BadRequest`] (400) for anything else, and
+/// [`HandshakeFailure::BadRequest`] (400) for anything else,
 /// [`HandshakeFailure::UnsupportedVersion`] for a version other than 13 (see
-/// [`HandshakeFailure::to_response`] for the answer over HTTP/2).
+/// [`HandshakeFailure::to_response`] for the answer over HTTP/2), and
+/// [`HandshakeFailure::OriginRefused`] (403) for an `Origin` the policy
+/// refuses.
 ///
 /// # Examples
 ///
 /// ```
-/// use lockgate::handshake::{WEBSOCKET_PROTOCOL, extended_connect_response};
+/// use lockgate::handshake::{OriginPolicy, WEBSOCKET_PROTOCOL, extended_connect_response};
 ///
 /// let request = http::Request::connect("https://example.com/chat")
 ///     .version(http::Version::HTTP_2)
 ///     .header("sec-websocket-version", "13")
+///     .header("origin", "https://example.com")
 ///     .body(())
 ///     .unwrap();
+/// let policy = OriginPolicy::default();
 /// let (response, deflate) =
-///     extended_connect_response(&request, Some(WEBSOCKET_PROTOCOL), None).unwrap();
+///     extended_connect_response(&request, Some(WEBSOCKET_PROTOCOL), None, &policy).unwrap();
 /// assert_eq!(response.status(), 200);
 /// assert!(deflate.is_none());
 /// ```
@@ -72,8 +79,10 @@ pub fn extended_connect_response<B>(
     request: &Request<B>,
     protocol: Option<&str>,
     deflate: Option<&DeflateConfig>,
+    origin: &OriginPolicy,
 ) -> Result<(Response<()>, Option<DeflateParams>), HandshakeFailure> {
     check_extended_connect(request, protocol)?;
+    origin.check(request)?;
     let deflate = crate::deflate::usable(deflate.copied());
     let mut response = Response::new(());
     // RFC 8441 section 5: a 2xx accepts.
@@ -289,7 +298,9 @@ mod tests {
         let request = connect("13");
         assert!(is_extended_connect(&request));
         for protocol in ["websocket", "WebSocket"] {
-            let (response, _) = extended_connect_response(&request, Some(protocol), None).unwrap();
+            let (response, _) =
+                extended_connect_response(&request, Some(protocol), None, &OriginPolicy::default())
+                    .unwrap();
             assert_eq!(response.status(), StatusCode::OK);
             assert_eq!(response.version(), Version::HTTP_2);
             assert!(response.headers().get(SEC_WEBSOCKET_EXTENSIONS).is_none());
@@ -300,8 +311,13 @@ mod tests {
     #[test]
     fn negotiates_deflate_as_over_http1() {
         let config = DeflateConfig::default();
-        let (response, params) =
-            extended_connect_response(&connect("13"), Some("websocket"), Some(&config)).unwrap();
+        let (response, params) = extended_connect_response(
+            &connect("13"),
+            Some("websocket"),
+            Some(&config),
+            &OriginPolicy::default(),
+        )
+        .unwrap();
         assert!(params.is_some());
         assert_eq!(
             response.headers()[SEC_WEBSOCKET_EXTENSIONS],
@@ -327,7 +343,9 @@ mod tests {
             ("empty version", connect(""), Some("websocket"), 426),
         ];
         for (name, request, protocol, status) in cases {
-            let error = extended_connect_response(&request, protocol, None).unwrap_err();
+            let error =
+                extended_connect_response(&request, protocol, None, &OriginPolicy::default())
+                    .unwrap_err();
             assert_eq!(error.status(), status, "{name}: {error}");
         }
     }

@@ -9,6 +9,12 @@
 //! handshake deadline and tells a driver what to do next; the blocking
 //! entry points and the tokio adapter's are loops around it.
 //!
+//! Every server handshake checks the request's `Origin` against an
+//! [`OriginPolicy`] before its callback runs: by default an upgrade
+//! without `Origin` or from the server's own origin is accepted and any
+//! other refused with 403, so that no other site's page can open a
+//! WebSocket with the user's cookies.
+//!
 //! Extensions: permessage-deflate (RFC 7692) is negotiated when a
 //! [`DeflateConfig`](crate::deflate::DeflateConfig) is given
 //! ([`ClientUpgrade::with_deflate`], [`ServerUpgrade::with_deflate`],
@@ -49,6 +55,7 @@ mod driver;
 mod extended_connect;
 pub(crate) mod head;
 mod options;
+mod origin;
 pub(crate) mod progress;
 pub mod server;
 mod server_upgrade;
@@ -69,6 +76,7 @@ pub use extended_connect::{
 };
 pub use machine::HandshakeMachine;
 pub use options::{ClientOptions, ServerOptions};
+pub use origin::{OriginPatternError, OriginPolicy};
 pub use server_upgrade::{
     Callback, ErrorResponse, NoCallback, ServerUpgrade, ServerUpgradeDone, choose_subprotocol,
     error_response_bytes, upgrade_response, upgrade_response_with_deflate,

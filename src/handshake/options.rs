@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use super::client_upgrade::{ClientUpgrade, IntoClientRequest};
 use super::driver::HandshakeDriver;
+use super::origin::OriginPolicy;
 use super::server_upgrade::{Callback, NoCallback, ServerUpgrade};
 use crate::config::Config;
 use crate::dial::Connector;
@@ -12,8 +13,9 @@ use crate::dial::{Proxy, Route};
 use crate::error::Result;
 
 /// How to accept WebSocket connections: the [`Config`] of the connection
-/// (its `handshake_timeout` bounds the handshake) and the [`Callback`]
-/// that inspects each request.
+/// (its `handshake_timeout` bounds the handshake), the [`OriginPolicy`]
+/// (which pages may open a WebSocket; by default none of another site's)
+/// and the [`Callback`] that inspects each request.
 ///
 /// Finish it with [`accept`](Self::accept) (blocking) or
 /// `tokio_lockgate::accept_async_with` (tokio), or drive
@@ -24,11 +26,13 @@ use crate::error::Result;
 ///
 /// ```no_run
 /// use std::time::Duration;
+/// use lockgate::handshake::OriginPolicy;
 /// use lockgate::{Config, ServerOptions};
 ///
 /// let listener = std::net::TcpListener::bind("127.0.0.1:9001")?;
 /// let config = Config::default().handshake_timeout(Some(Duration::from_secs(5)));
-/// let options = ServerOptions::new().config(config).callback(
+/// let origins = OriginPolicy::allow(["https://app.example.com"]).expect("a valid pattern");
+/// let options = ServerOptions::new().config(config).origin_policy(origins).callback(
 ///     |request: &http::Request<()>, response: http::Response<()>| Ok(response),
 /// );
 /// let (tcp, _) = listener.accept()?;
@@ -39,11 +43,13 @@ use crate::error::Result;
 #[derive(Debug, Clone, Default)]
 pub struct ServerOptions<C = NoCallback> {
     config: Config,
+    origin: OriginPolicy,
     callback: C,
 }
 
 impl ServerOptions {
-    /// The default [`Config`] and [`NoCallback`].
+    /// The default [`Config`], [`OriginPolicy::same_origin`] and
+    /// [`NoCallback`].
     pub fn new() -> Self {
         Self::default()
     }
@@ -57,12 +63,24 @@ impl<C> ServerOptions<C> {
         self
     }
 
+    /// Which pages may open a WebSocket: an upgrade whose `Origin`
+    /// `policy` refuses is answered with 403 before the callback runs.
+    /// Default: [`OriginPolicy::same_origin`], which accepts upgrades
+    /// without `Origin` (clients other than browsers) and from the
+    /// server's own origin; [`OriginPolicy::any`] checks nothing, as
+    /// tungstenite did.
+    pub fn origin_policy(mut self, policy: OriginPolicy) -> Self {
+        self.origin = policy;
+        self
+    }
+
     /// The callback that inspects each request and may shape the response
     /// or refuse it. Default: [`NoCallback`], which accepts every valid
-    /// request.
+    /// request the origin policy accepts.
     pub fn callback<D: Callback>(self, callback: D) -> ServerOptions<D> {
         ServerOptions {
             config: self.config,
+            origin: self.origin,
             callback,
         }
     }
@@ -71,14 +89,21 @@ impl<C> ServerOptions<C> {
     pub fn get_config(&self) -> &Config {
         &self.config
     }
+
+    /// See [`ServerOptions::origin_policy`].
+    pub fn get_origin_policy(&self) -> &OriginPolicy {
+        &self.origin
+    }
 }
 
 impl<C: Callback> ServerOptions<C> {
     /// The sans-IO server handshake these options describe, its deadline
     /// counted from `now`, for a driver of your own. It negotiates
-    /// permessage-deflate when the config has a deflate setting.
+    /// permessage-deflate when the config has a deflate setting, and checks
+    /// the origin policy.
     pub fn handshake(self, now: Instant) -> HandshakeDriver<ServerUpgrade<C>> {
-        let handshake = ServerUpgrade::with_deflate(self.callback, self.config.deflate);
+        let handshake = ServerUpgrade::with_deflate(self.callback, self.config.deflate)
+            .origin_policy(self.origin);
         HandshakeDriver::server(handshake, self.config, now)
     }
 }

@@ -14,6 +14,7 @@ use http::{Request, Response, StatusCode, Uri, Version};
 
 use super::accept_key::derive_accept_key;
 use super::head::{self, HeadReader, MAX_HEADERS};
+use super::origin::OriginPolicy;
 use crate::deflate::params::server_negotiate;
 use crate::deflate::{DeflateConfig, DeflateParams};
 use crate::error::{Error, HandshakeFailure, Result};
@@ -24,7 +25,8 @@ pub type ErrorResponse = Response<Option<String>>;
 
 /// Inspects an upgrade request and shapes the response, or refuses it.
 ///
-/// The callback runs once the request has passed every RFC 6455 check. It
+/// The callback runs once the request has passed every RFC 6455 check and
+/// the [`OriginPolicy`] (a refused request never reaches it). It
 /// receives the request and the `101 Switching Protocols` response lockgate
 /// will send (with `Connection`, `Upgrade` and `Sec-WebSocket-Accept`), and
 /// returns that response, possibly with headers added: typically a
@@ -148,9 +150,11 @@ impl Callback for NoCallback {
 /// The request must be `GET` over HTTP/1.1 with exactly one `Host`, an
 /// `Upgrade` list holding `websocket`, a `Connection` list holding
 /// `upgrade`, `Sec-WebSocket-Version: 13` (else 426) and a
-/// `Sec-WebSocket-Key` of 16 bytes in base64. Extension offers are
-/// declined, except permessage-deflate when the handshake was started with
-/// [`with_deflate`](Self::with_deflate).
+/// `Sec-WebSocket-Key` of 16 bytes in base64; then its `Origin` must pass
+/// the [`OriginPolicy`] (else 403; by default, no `Origin` or the
+/// server's own, see [`origin_policy`](Self::origin_policy)). Extension
+/// offers are declined, except permessage-deflate when the handshake was
+/// started with [`with_deflate`](Self::with_deflate).
 ///
 /// [`error_response_bytes(&e)`]: error_response_bytes
 ///
@@ -174,6 +178,8 @@ pub struct ServerUpgrade<C: Callback> {
     callback: Option<C>,
     /// What permessage-deflate offers are accepted with, if at all.
     deflate: Option<DeflateConfig>,
+    /// Which `Origin`s are accepted.
+    origin: OriginPolicy,
     reader: HeadReader,
 }
 
@@ -198,8 +204,9 @@ pub struct ServerUpgradeDone {
 
 impl<C: Callback> ServerUpgrade<C> {
     /// Starts a handshake that will consult `callback` once the request is
-    /// complete and valid. Pass [`NoCallback`] to accept every valid
-    /// request as is.
+    /// complete, valid and from an accepted origin (by default
+    /// [`OriginPolicy::same_origin`]). Pass [`NoCallback`] to accept every
+    /// such request as is.
     ///
     /// Every extension offer is declined.
     pub fn new(callback: C) -> Self {
@@ -247,8 +254,35 @@ impl<C: Callback> ServerUpgrade<C> {
         Self {
             callback: Some(callback),
             deflate: crate::deflate::usable(deflate),
+            origin: OriginPolicy::default(),
             reader: HeadReader::request(),
         }
+    }
+
+    /// Which pages may open a WebSocket: requests whose `Origin` `policy`
+    /// refuses are answered with 403 before the callback runs.
+    /// Default: [`OriginPolicy::same_origin`] (no `Origin`, or the
+    /// server's own).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockgate::handshake::{NoCallback, OriginPolicy, ServerUpgrade};
+    /// use lockgate::{Error, HandshakeFailure};
+    ///
+    /// let request = b"GET /chat HTTP/1.1\r\nHost: chat.example.com\r\n\
+    ///     Origin: https://app.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+    ///     Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    /// let refused = ServerUpgrade::new(NoCallback).receive(request).unwrap_err();
+    /// assert!(matches!(refused, Error::Handshake(HandshakeFailure::OriginRefused { .. })));
+    ///
+    /// let policy = OriginPolicy::allow(["https://*.example.com"]).unwrap();
+    /// let mut handshake = ServerUpgrade::new(NoCallback).origin_policy(policy);
+    /// assert!(handshake.receive(request).unwrap().is_some());
+    /// ```
+    pub fn origin_policy(mut self, policy: OriginPolicy) -> Self {
+        self.origin = policy;
+        self
     }
 
     /// Takes bytes read from the connection. Returns `Ok(None)` while the
@@ -269,6 +303,9 @@ impl<C: Callback> ServerUpgrade<C> {
     ///   `Sec-WebSocket-Key`).
     /// - [`HandshakeFailure::UnsupportedVersion`] (426): the
     ///   `Sec-WebSocket-Version` is not 13.
+    /// - [`HandshakeFailure::OriginRefused`] (403): the
+    ///   [`origin_policy`](Self::origin_policy) refused the `Origin`; the
+    ///   callback did not run.
     /// - [`Error::Http`] (the callback's status): the callback
     ///   refused the request.
     /// - [`HandshakeFailure::InvalidCallbackResponse`] (500): the callback
@@ -291,7 +328,12 @@ impl<C: Callback> ServerUpgrade<C> {
                 self.callback = Some(callback);
                 Ok(None)
             }
-            Ok(Some(head)) => Ok(Some(accept(head, callback, self.deflate.as_ref())?)),
+            Ok(Some(head)) => Ok(Some(accept(
+                head,
+                callback,
+                self.deflate.as_ref(),
+                &self.origin,
+            )?)),
             Err(error) => Err(error.into()),
         }
     }
@@ -307,6 +349,7 @@ impl<C: Callback> fmt::Debug for ServerUpgrade<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServerUpgrade")
             .field("reader", &self.reader)
+            .field("origin", &self.origin)
             .field("finished", &self.callback.is_none())
             .finish_non_exhaustive()
     }
@@ -320,14 +363,16 @@ impl<C: Callback> fmt::Debug for ServerUpgrade<C> {
 ///
 /// The checks are those [`ServerUpgrade`] applies: GET, HTTP/1.1 or
 /// later, one `Host`, `Upgrade: websocket`, `Connection: upgrade`,
-/// `Sec-WebSocket-Version: 13` and a key of 16 base64-encoded bytes.
+/// `Sec-WebSocket-Version: 13`, a key of 16 base64-encoded bytes, and the
+/// default [`OriginPolicy`] (no `Origin`, or the server's own;
+/// [`upgrade_response_with_deflate`] takes another).
 /// Subprotocol or extra headers can be added to the returned response.
 ///
 /// # Errors
 ///
 /// The [`HandshakeFailure`] whose [`status`](HandshakeFailure::status) to
-/// answer with (400, or 426 for a version other than 13; see
-/// [`error_response_bytes`]).
+/// answer with (400, 403 for a refused `Origin`, or 426 for a version
+/// other than 13; see [`HandshakeFailure::to_response`]).
 ///
 /// # Examples
 ///
@@ -345,11 +390,12 @@ impl<C: Callback> fmt::Debug for ServerUpgrade<C> {
 /// assert_eq!(response.headers()["sec-websocket-accept"], "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 /// ```
 pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, HandshakeFailure> {
-    Ok(upgrade_response_with_deflate(request, None)?.0)
+    Ok(upgrade_response_with_deflate(request, None, &OriginPolicy::default())?.0)
 }
 
 /// [`upgrade_response`] that also accepts permessage-deflate (RFC 7692)
-/// with `deflate`'s settings, as [`ServerUpgrade::with_deflate`] does.
+/// with `deflate`'s settings, as [`ServerUpgrade::with_deflate`] does,
+/// and checks the `Origin` against `origin` instead of the default.
 ///
 /// Returns the 101 response, carrying the `Sec-WebSocket-Extensions`
 /// answer if an offer was accepted, and the agreed parameters. If the
@@ -376,8 +422,10 @@ pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, Handsha
 ///     .body(())
 ///     .unwrap();
 /// let config = DeflateConfig::default().client_no_context_takeover(true);
+/// let origin = lockgate::handshake::OriginPolicy::default();
 /// let (response, deflate) =
-///     lockgate::handshake::upgrade_response_with_deflate(&request, Some(&config)).unwrap();
+///     lockgate::handshake::upgrade_response_with_deflate(&request, Some(&config), &origin)
+///         .unwrap();
 /// assert_eq!(
 ///     response.headers()["sec-websocket-extensions"],
 ///     "permessage-deflate; client_no_context_takeover",
@@ -388,6 +436,7 @@ pub fn upgrade_response<B>(request: &Request<B>) -> Result<Response<()>, Handsha
 pub fn upgrade_response_with_deflate<B>(
     request: &Request<B>,
     deflate: Option<&DeflateConfig>,
+    origin: &OriginPolicy,
 ) -> Result<(Response<()>, Option<DeflateParams>), HandshakeFailure> {
     // RFC 6455 section 4.2.1: "An HTTP/1.1 or higher GET request".
     if request.method() != http::Method::GET {
@@ -398,6 +447,7 @@ pub fn upgrade_response_with_deflate<B>(
     }
     let deflate = crate::deflate::usable(deflate.copied());
     let (response, _accept, extensions) = switching_protocols(request, deflate.as_ref())?;
+    origin.check(request)?;
     Ok((response, extensions.map(|(params, _)| params)))
 }
 
@@ -436,15 +486,17 @@ fn switching_protocols<B>(
     Ok((response, accept, extensions))
 }
 
-/// Parses and checks a complete request head, consults the callback and
-/// builds the response.
+/// Parses and checks a complete request head and its origin, consults the
+/// callback and builds the response.
 fn accept(
     head: head::Head,
     callback: impl Callback,
     deflate: Option<&DeflateConfig>,
+    origin: &OriginPolicy,
 ) -> Result<ServerUpgradeDone> {
     let (request, leftover) = parse_request(head)?;
     let (response, accept, extensions) = switching_protocols(&request, deflate)?;
+    origin.check(&request)?;
     let response = callback
         .on_request(&request, response)
         .map_err(refusal_error)?;
@@ -656,6 +708,8 @@ impl HandshakeFailure {
     ///   `Sec-WebSocket-Version: 13` (RFC 6455 section 4.2.2) and, over
     ///   HTTP/1.1, `Upgrade: websocket` with `Connection: Upgrade` (RFC 9110
     ///   section 15.5.22 requires a 426 to carry `Upgrade`).
+    /// - [`HandshakeFailure::OriginRefused`]: 403 Forbidden, the body
+    ///   naming the refused `Origin`.
     /// - Any other error: [`status`](Self::status) with a `text/plain` body
     ///   naming the problem, or just the reason phrase for a 5xx.
     ///

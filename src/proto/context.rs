@@ -16,6 +16,8 @@ use crate::proto::assembler::Fragments;
 use crate::proto::compression::{self, Compression};
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};
+use crate::proto::lifecycle::Cause;
+use crate::proto::rate_limit::RateLimiter;
 use crate::proto::state::State;
 use crate::proto::timers::Timer;
 use crate::proto::utf8_stream::Utf8Stream;
@@ -61,7 +63,8 @@ pub(super) const MAX_CONTROL_PAYLOAD: usize = 125;
 ///
 /// **Timers** (time is passed in)
 /// - [`waiting`](Self::waiting): the driver is about to wait; the deadline
-///   to wait until (keepalive ping, keepalive timeout, close timeout).
+///   to wait until (keepalive ping, keepalive timeout, close timeout,
+///   the end of a rate limit's throttle: [`Config::rate_limit`]).
 /// - [`handle_timeout`](Self::handle_timeout): that deadline passed.
 ///
 /// ```
@@ -125,15 +128,23 @@ pub struct WebSocketContext {
     /// The closing handshake is complete and the write side is to be shut
     /// down before `read` reports it.
     pub(super) shutting_down: bool,
+    /// Data messages and bytes not yet handed to the `metrics` recorder.
+    #[cfg(feature = "metrics")]
+    pub(super) counters: crate::observe::Counters,
+    /// The connection's `tracing` span, if a subscriber wanted it.
+    #[cfg(feature = "tracing")]
+    pub(super) span: crate::observe::ConnectionSpan,
 }
 
-/// What the handshake negotiated beyond RFC 6455 itself. Behind one
-/// pointer: most connections negotiate neither, and an idle connection
-/// should cost as few bytes as possible.
-#[derive(Debug)]
+/// What the handshake negotiated beyond RFC 6455 itself, and the rate
+/// limiter. Behind one pointer: most connections have none of it, and an
+/// idle connection should cost as few bytes as possible.
+#[derive(Debug, Default)]
 pub(super) struct Negotiated {
     pub(super) compression: Option<Compression>,
     pub(super) subprotocol: Option<Box<str>>,
+    /// The buckets of [`Config::rate_limit`], if one is set.
+    pub(super) rate: Option<Box<RateLimiter>>,
 }
 
 impl WebSocketContext {
@@ -171,8 +182,10 @@ impl WebSocketContext {
             Box::new(Negotiated {
                 compression: Some(compression),
                 subprotocol: None,
+                rate: None,
             })
         });
+        let negotiated = RateLimiter::attach(negotiated, &config);
         Self {
             role,
             config,
@@ -193,6 +206,10 @@ impl WebSocketContext {
             output_blocked: false,
             flush_requested: false,
             shutting_down: false,
+            #[cfg(feature = "metrics")]
+            counters: crate::observe::Counters::opened(),
+            #[cfg(feature = "tracing")]
+            span: crate::observe::spans::connection(role),
         }
     }
 
@@ -226,12 +243,17 @@ impl WebSocketContext {
     /// Records the subprotocol the handshake chose, for a handshake run
     /// outside lockgate (an HTTP server's upgrade).
     pub fn set_subprotocol(&mut self, protocol: Option<&str>) {
+        #[cfg(feature = "tracing")]
+        if let Some(protocol) = protocol {
+            crate::observe::spans::record_subprotocol(&self.span, protocol);
+        }
         match (&mut self.negotiated, protocol) {
             (Some(negotiated), protocol) => negotiated.subprotocol = protocol.map(Box::from),
             (None, Some(protocol)) => {
                 self.negotiated = Some(Box::new(Negotiated {
                     compression: None,
                     subprotocol: Some(protocol.into()),
+                    rate: None,
                 }));
             }
             (None, None) => {}
@@ -248,9 +270,11 @@ impl WebSocketContext {
         &self.config
     }
 
-    /// Replaces the configuration; limits apply from the next frame.
+    /// Replaces the configuration; limits apply from the next frame (a
+    /// changed rate limit starts with full buckets).
     pub fn set_config(&mut self, config: Config) {
         self.config = config;
+        self.apply_rate_limit();
     }
 
     // ----- inputs -----
@@ -305,7 +329,8 @@ impl WebSocketContext {
     /// handshake, [`ProtocolError::ResetWithoutClosingHandshake`]
     /// otherwise.
     pub fn input_ended(&mut self) {
-        let state = std::mem::replace(&mut self.state, State::Terminated);
+        let state = self.state;
+        self.set_state(State::Terminated, Cause::StreamEnded);
         self.pending_pong = None;
         self.pending_ping = false;
         let error = match state {
@@ -351,6 +376,10 @@ mod tests {
         // when drained, so this struct is most of its memory.
         let size = std::mem::size_of::<WebSocketContext>();
         println!("WebSocketContext: {size} bytes");
-        assert!(size <= 264, "{size} bytes");
+        // What the `metrics` and `tracing` features add: four counters,
+        // one pointer.
+        let observed = if cfg!(feature = "metrics") { 32 } else { 0 }
+            + if cfg!(feature = "tracing") { 8 } else { 0 };
+        assert!(size <= 264 + observed, "{size} bytes");
     }
 }

@@ -10,6 +10,7 @@ use bytes::Buf;
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::proto::context::WebSocketContext;
+use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
 
 /// The operation a driver is running for its caller; see
@@ -38,6 +39,7 @@ pub enum Operation {
 /// | `Flush` | flush the stream | [`flushed`](WebSocketContext::flushed) |
 /// | `Receive` | read from the stream into [`input_buffer`](WebSocketContext::input_buffer) or [`input_spare`](WebSocketContext::input_spare) | [`input_appended`](WebSocketContext::input_appended) / [`commit_input`](WebSocketContext::commit_input), or [`input_ended`](WebSocketContext::input_ended) on end of stream |
 /// | `Shutdown` | shut down the stream's write side (no-op if it has none) | [`shut_down`](WebSocketContext::shut_down) |
+/// | `Wait` | read nothing; wait until the deadline of [`waiting`](WebSocketContext::waiting) | [`handle_timeout`](WebSocketContext::handle_timeout) |
 /// | `Message` | return it | - |
 /// | `Done` | return | - |
 ///
@@ -60,6 +62,14 @@ pub enum Next {
     Shutdown,
     /// [`Operation::Read`] produced a message.
     Message(Message),
+    /// [`Operation::Read`] must not read now: a rate limit
+    /// ([`Config::rate_limit`](crate::Config::rate_limit)) holds the next
+    /// message back. Wait, without reading, until the deadline of
+    /// [`waiting`](WebSocketContext::waiting) (always `Some` here; it may
+    /// already have passed), then call
+    /// [`handle_timeout`](WebSocketContext::handle_timeout) and poll
+    /// again. Never answered without a rate limit.
+    Wait,
     /// The operation is complete.
     Done,
 }
@@ -72,8 +82,10 @@ impl WebSocketContext {
     /// Those of the operation: for [`Operation::Read`], the errors of
     /// [`next_message`](Self::next_message) (a failing connection reports
     /// its error after its close frame was given a chance to go out), a
-    /// passed deadline as [`Error::Timeout`], and the end of the stream.
-    /// [`Operation::Write`] does not fail here.
+    /// passed deadline as [`Error::Timeout`], a peer over a rate limit
+    /// whose policy is [`RatePolicy::Close`](crate::RatePolicy::Close)
+    /// (1008), and the end of the stream. [`Operation::Write`] does not
+    /// fail here.
     #[inline]
     pub fn poll(&mut self, op: Operation) -> Result<Next> {
         self.prepare_output();
@@ -116,6 +128,7 @@ impl WebSocketContext {
     pub fn flushed(&mut self) {
         self.flush_requested = false;
         self.on_flushed();
+        self.report_counts();
     }
 
     /// The stream's write side was shut down (or could not be, or has no
@@ -152,7 +165,7 @@ impl WebSocketContext {
         if let Some(pending) = self.delivered.take() {
             return (*pending).map(Next::Message);
         }
-        match self.next_message() {
+        match self.next_message_within_limit() {
             Ok(Some(msg)) => {
                 self.prepare_output();
                 if may_output {
@@ -164,6 +177,15 @@ impl WebSocketContext {
                     }
                 }
                 Ok(Next::Message(msg))
+            }
+            // A rate limit holds the next message back: read nothing until
+            // it fits (a pong it queued goes out meanwhile).
+            Ok(None) if self.is_throttled() => {
+                self.prepare_output();
+                match self.owed_output() {
+                    Some(next) if may_output => Ok(next),
+                    _ => Ok(Next::Wait),
+                }
             }
             Ok(None) if self.state.can_receive() => Ok(Next::Receive),
             // Closing: what is left is draining our output.
@@ -217,9 +239,12 @@ impl WebSocketContext {
     /// The connection failed (a deadline passed): `read` reports `error`
     /// once the close frame, if any, had its chance to go out.
     pub(super) fn deliver_failure(&mut self, error: Error) {
+        if let Error::Timeout(kind) = error {
+            self.observe_timeout(kind);
+        }
         let error = self.fail(error);
         self.delivered = Some(Box::new(Err(error)));
-        self.state = State::Terminated;
+        self.set_state(State::Terminated, Cause::Deadline);
     }
 }
 

@@ -6,6 +6,8 @@ mod close_payload;
 mod compression;
 mod context;
 mod drive;
+mod lifecycle;
+mod rate_limit;
 mod receive;
 mod send;
 mod state;
@@ -14,3 +16,7 @@ mod utf8_stream;
 
 pub use context::WebSocketContext;
 pub use drive::{Next, Operation, Output};
+#[allow(unused_imports, reason = "for the rate limits to report through")]
+pub(crate) use lifecycle::RateLimitAction;
+pub(crate) use rate_limit::RateLimitId;
+pub use rate_limit::{RateLimit, RatePolicy};

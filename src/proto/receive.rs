@@ -10,6 +10,7 @@ use crate::message::Message;
 use crate::proto::assembler::Fragments;
 use crate::proto::close_payload::parse_close;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
+use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
 use crate::proto::utf8_stream::Utf8Stream;
 use crate::utf8_bytes::Utf8Bytes;
@@ -27,6 +28,9 @@ impl WebSocketContext {
     /// its pong is consumed here (it still counts as hearing from the
     /// peer). The rules for telling the two apart are in `timers.rs`.
     ///
+    /// A rate limit ([`Config::rate_limit`]) does not apply here: it needs
+    /// the time, and applies to the reads [`poll`](Self::poll) drives.
+    ///
     /// # Errors
     ///
     /// A protocol or size violation fails the connection: the error is
@@ -41,7 +45,7 @@ impl WebSocketContext {
             State::ClosedByPeer | State::CloseAcknowledged => {
                 if self.pending_close.is_none() && self.codec.output.is_empty() && !self.flush_owed
                 {
-                    self.state = State::Terminated;
+                    self.set_state(State::Terminated, Cause::Completed);
                     return Err(Error::ConnectionClosed);
                 }
                 return Ok(None);
@@ -60,11 +64,12 @@ impl WebSocketContext {
     /// calls for (unless we already sent one) and stop reading.
     pub(super) fn fail(&mut self, error: Error) -> Error {
         if let Some(code) = error.close_code() {
+            self.observe_protocol_error(&error);
             if self.state == State::Active {
                 self.pending_close = Some(Some(code));
             }
             self.pending_pong = None;
-            self.state = State::Terminated;
+            self.set_state(State::Terminated, Cause::Failed(code));
         }
         error
     }
@@ -81,6 +86,8 @@ impl WebSocketContext {
                 inflating: &mut self.inflating,
             };
             let Some(frame) = self.codec.input.next_frame(&mut check)? else {
+                // The burst is over: what it counted goes to the recorder.
+                self.report_counts();
                 return Ok(None);
             };
             let header = frame.header();
@@ -167,14 +174,15 @@ impl WebSocketContext {
             OpCode::Pong => Message::Pong(payload),
             OpCode::Close => {
                 let frame = parse_close(payload)?;
+                let code = frame.as_ref().map(|f| f.code);
                 match self.state {
                     State::Active => {
                         // Echo the code; a reply to a close without one is
                         // empty too.
-                        self.pending_close = Some(frame.as_ref().map(|f| f.code));
-                        self.state = State::ClosedByPeer;
+                        self.pending_close = Some(code);
+                        self.set_state(State::ClosedByPeer, Cause::CloseReceived(code));
                     }
-                    _ => self.state = State::CloseAcknowledged,
+                    _ => self.set_state(State::CloseAcknowledged, Cause::CloseReceived(code)),
                 }
                 Message::Close(frame)
             }
@@ -182,12 +190,17 @@ impl WebSocketContext {
         Ok(Some(msg))
     }
 
+    // Inlined into the one-frame path: counting (feature `metrics`) must
+    // not push it out of line (measured: 30 instructions per message).
+    #[inline]
     fn complete(&mut self, opcode: OpCode, payload: Bytes) -> Result<Message> {
         if opcode == OpCode::Binary {
+            self.count_received(payload.len());
             return Ok(Message::Binary(payload));
         }
         let mut text = self.text.take().expect("text frames start a validator");
         text.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
+        self.count_received(payload.len());
         Ok(Message::Text(Utf8Bytes::from_validated(payload)))
     }
 }

@@ -10,6 +10,7 @@ use crate::prepared::PreparedMessage;
 use crate::proto::close_payload::{encode_close, parse_close};
 use crate::proto::compression;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
+use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
 use crate::protocol::frame::Frame;
 use crate::protocol::frame::coding::{Control, OpCode as RawOpCode};
@@ -67,6 +68,7 @@ impl WebSocketContext {
             let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
             if self.codec.output.len() + encoded <= self.config.get_max_write_buffer_size() {
                 self.push_frame(opcode, payload);
+                self.count_sent(len);
                 return Ok(());
             }
         }
@@ -85,6 +87,7 @@ impl WebSocketContext {
             len
         };
         if !self.has_room_for(body)? {
+            self.observe_write_buffer_full();
             return Err(Error::WriteBufferFull(Box::new(rebuild_message(
                 opcode, payload,
             ))));
@@ -95,6 +98,9 @@ impl WebSocketContext {
             self.push_frame_rsv1(opcode, payload, true);
         } else {
             self.push_frame(opcode, payload);
+        }
+        if !opcode.is_control() {
+            self.count_sent(len);
         }
         Ok(())
     }
@@ -109,6 +115,14 @@ impl WebSocketContext {
     /// As for [`write`](Self::write), except that a full buffer hands the
     /// prepared message back in [`Error::WriteBufferFullPrepared`].
     pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
+        self.encode_prepared(msg)?;
+        if matches!(msg.message(), Message::Text(_) | Message::Binary(_)) {
+            self.count_sent(msg.len());
+        }
+        Ok(())
+    }
+
+    fn encode_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         let opcode = msg.opcode();
         match msg.message() {
             Message::Close(frame) => return self.close(frame.clone()),
@@ -127,6 +141,7 @@ impl WebSocketContext {
             .filter(|_| self.wants_compression(opcode, len));
         let Some(compression) = compression else {
             if !self.has_room_for(len)? {
+                self.observe_write_buffer_full();
                 return Err(Error::WriteBufferFullPrepared(msg.clone()));
             }
             match self.role {
@@ -139,6 +154,7 @@ impl WebSocketContext {
             // Context takeover: the bytes depend on this connection's
             // history, so it compresses the message itself.
             if !self.has_room_for(compression::compressed_bound(len))? {
+                self.observe_write_buffer_full();
                 return Err(Error::WriteBufferFullPrepared(msg.clone()));
             }
             let compression = self.compression_mut().expect("checked above");
@@ -151,6 +167,7 @@ impl WebSocketContext {
         let frame = msg.compressed_frame(key, |payload| compression.compress_shared(key, payload));
         let header_len = unmasked_header_len(&frame);
         if !self.has_room_for(frame.len() - header_len)? {
+            self.observe_write_buffer_full();
             return Err(Error::WriteBufferFullPrepared(msg.clone()));
         }
         match self.role {
@@ -184,6 +201,7 @@ impl WebSocketContext {
             return Err(ProtocolError::FragmentedControlFrame.into());
         }
         if !self.has_room_for(payload.len())? {
+            self.observe_write_buffer_full();
             let frame = Frame::from_payload(header, payload);
             return Err(Error::WriteBufferFull(Box::new(Message::Frame(frame))));
         }
@@ -264,7 +282,10 @@ impl WebSocketContext {
         match self.state {
             State::Active => {
                 self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
-                self.state = State::ClosedByUs;
+                self.set_state(
+                    State::ClosedByUs,
+                    Cause::CloseSent(frame.as_ref().map(|f| f.code)),
+                );
                 self.pending_pong = None;
                 // No data can follow a close, so holding it back gains
                 // nothing, and the peer's reply waits on it.
@@ -314,7 +335,7 @@ impl WebSocketContext {
             self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
             self.flush_owed = true;
             if self.state == State::ClosedByPeer {
-                self.state = State::CloseAcknowledged;
+                self.set_state(State::CloseAcknowledged, Cause::ReplyQueued);
             }
         }
     }

@@ -1,5 +1,6 @@
 //! Deadlines: keepalive pings, the keepalive timeout and the close
-//! timeout. Time is an input: the context never reads a clock.
+//! timeout (and the end of a rate limit's throttle, `rate_limit.rs`).
+//! Time is an input: the context never reads a clock.
 //!
 //! The keepalive deadline does not move while bytes arrive (that would
 //! cost a timer reset per read): input only marks the connection as
@@ -99,19 +100,22 @@ enum Phase {
 
 impl WebSocketContext {
     /// The driver is about to wait for the stream (a read found no data,
-    /// or a blocking read is next). Returns the deadline to wait until:
-    /// when it passes with nothing received, call
-    /// [`handle_timeout`](Self::handle_timeout) and poll again.
+    /// or a blocking read is next), or for a rate limit
+    /// ([`Next::Wait`](crate::Next::Wait)). Returns the deadline to wait
+    /// until: when it passes with nothing received, call
+    /// [`handle_timeout`](Self::handle_timeout) and poll again. `now` is
+    /// also the time a rate limit charges messages at.
     ///
     /// Drained buffers are given back here, so an idle connection holds
     /// almost no memory; while messages flow, they are kept and reused.
     pub fn waiting(&mut self, now: Instant) -> Option<Instant> {
+        self.report_counts();
         self.codec.input.release_if_drained();
         self.codec.output.release_if_drained();
         if let Some(compression) = self.compression_mut() {
             compression.release_idle();
         }
-        match self.state {
+        let deadline = match self.state {
             State::Terminated => None,
             State::Active => {
                 if self.timer.phase == Phase::Unarmed {
@@ -126,7 +130,8 @@ impl WebSocketContext {
                 }
                 self.deadline
             }
-        }
+        };
+        self.with_throttle_deadline(now, deadline)
     }
 
     /// The deadline from [`waiting`](Self::waiting) may have passed: send
@@ -134,6 +139,7 @@ impl WebSocketContext {
     /// [`Error::Timeout`] (reported by the next
     /// [`poll`](Self::poll) of a read). Does nothing before the deadline.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.observe_rate_clock(now);
         if self.deadline.is_none_or(|deadline| now < deadline) {
             return;
         }

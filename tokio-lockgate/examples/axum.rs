@@ -5,6 +5,8 @@
 //! ```text
 //! cargo run -p tokio-lockgate --features axum --example axum -- 127.0.0.1:3000
 //! cargo run -p tokio-lockgate --features axum --example axum -- 127.0.0.1:3443 --tls
+//! cargo run -p tokio-lockgate --features axum --example axum -- 127.0.0.1:3000 \
+//!     --allow-origin 'https://*.example.com'
 //! ```
 //!
 //! Plain: HTTP/1.1, and HTTP/2 with prior knowledge (h2c). With `--tls`:
@@ -12,19 +14,27 @@
 //! to trust) and ALPN `h2` and `http/1.1`. Over HTTP/2 the server
 //! advertises extended CONNECT (RFC 8441), so a browser holding an HTTP/2
 //! connection to it (after loading `/`) opens the WebSocket on it.
+//!
+//! The page at `/` may open the echo (it is the server's own origin), and
+//! so may clients other than browsers, which send no `Origin`; pages of
+//! other sites are refused with 403 (the default [`OriginPolicy`]). Each
+//! `--allow-origin PATTERN` allows more (`https://app.example.com`,
+//! `*.example.com`, `example.com:8443`, ...; `'*'`: any page), through an
+//! `Extension` layer the extractor reads.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::Router;
 use axum::extract::RawQuery;
 use axum::response::{Html, Response};
 use axum::routing::{any, get};
+use axum::{Extension, Router};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_lockgate::axum::{WebSocket, WebSocketUpgrade};
+use tokio_lockgate::handshake::OriginPolicy;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -109,25 +119,55 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+const USAGE: &str = "usage: axum [ADDR] [--tls] [--allow-origin PATTERN]...";
+
+fn usage_error(problem: &str) -> ! {
+    eprintln!("axum: {problem}\n{USAGE}");
+    std::process::exit(2);
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let mut addr = "127.0.0.1:3000".to_owned();
     let mut tls = false;
-    for arg in std::env::args().skip(1) {
+    let mut origins = OriginPolicy::same_origin();
+    let mut patterns = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--tls" => tls = true,
+            "--allow-origin" => {
+                let Some(pattern) = args.next() else {
+                    usage_error("--allow-origin needs a pattern");
+                };
+                origins = origins
+                    .allow_origin(&pattern)
+                    .unwrap_or_else(|error| usage_error(&error.to_string()));
+                patterns.push(pattern);
+            }
             "-h" | "--help" => {
-                println!("usage: axum [ADDR] [--tls]");
+                println!("{USAGE}");
                 return Ok(());
             }
-            _ => addr = arg,
+            _ if !arg.starts_with('-') => addr = arg,
+            _ => usage_error(&format!("unexpected argument {arg:?}")),
         }
     }
-    // `any`: an HTTP/1.1 upgrade is a GET, an HTTP/2 one a CONNECT.
+    if origins.is_any() {
+        println!("accepting web pages from any origin");
+    } else if !patterns.is_empty() {
+        println!(
+            "accepting web pages from its own origin and {}",
+            patterns.join(", ")
+        );
+    }
+    // `any`: an HTTP/1.1 upgrade is a GET, an HTTP/2 one a CONNECT. The
+    // extractor refuses upgrades from origins the policy does not accept.
     let app = Router::new()
         .route("/", get(index))
         .route("/report", get(report))
-        .route("/ws", any(ws));
+        .route("/ws", any(ws))
+        .layer(Extension(origins));
     let listener = TcpListener::bind(&addr).await?;
     let local = listener.local_addr()?;
     if !tls {

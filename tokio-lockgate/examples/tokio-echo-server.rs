@@ -4,7 +4,15 @@
 //! ```text
 //! cargo run -p tokio-lockgate --example tokio-echo-server              # ws://127.0.0.1:9001
 //! cargo run -p tokio-lockgate --example tokio-echo-server -- 0.0.0.0:8080
+//! cargo run -p tokio-lockgate --example tokio-echo-server -- 0.0.0.0:8080 \
+//!     --allow-origin 'https://*.example.com' --allow-origin http://localhost:5173
 //! ```
+//!
+//! Web pages may open the echo only from the server's own origin (clients
+//! other than browsers send no `Origin` and are always accepted): the
+//! default [`OriginPolicy`]. Each `--allow-origin PATTERN` after the
+//! address allows more (`https://app.example.com`, `*.example.com`,
+//! `example.com:8443`, ...); `--allow-origin '*'` allows any page.
 //!
 //! Then talk to it with `cargo run -p tokio-lockgate --example tokio-client`, or
 //! load it with `cargo run --release -p lockgate-loadgen -- --url
@@ -20,7 +28,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio_lockgate::Error;
+use tokio_lockgate::handshake::OriginPolicy;
+use tokio_lockgate::{Error, ServerOptions};
 
 /// Connection and message counts, shared by every connection task.
 #[derive(Default)]
@@ -31,13 +40,56 @@ struct Stats {
     echoed: AtomicU64,
 }
 
+const USAGE: &str = "usage: tokio-echo-server [ADDR] [--allow-origin PATTERN]...";
+
+/// The address and the origin policy from the command line; exits with
+/// the usage on a mistake.
+fn arguments() -> (String, OriginPolicy, Vec<String>) {
+    let mut addr = None;
+    let mut origins = OriginPolicy::same_origin();
+    let mut patterns = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--allow-origin" => {
+                let Some(pattern) = args.next() else {
+                    usage_error("--allow-origin needs a pattern");
+                };
+                origins = origins
+                    .allow_origin(&pattern)
+                    .unwrap_or_else(|error| usage_error(&error.to_string()));
+                patterns.push(pattern);
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            _ if addr.is_none() && !arg.starts_with('-') => addr = Some(arg),
+            _ => usage_error(&format!("unexpected argument {arg:?}")),
+        }
+    }
+    let addr = addr.unwrap_or_else(|| "127.0.0.1:9001".to_owned());
+    (addr, origins, patterns)
+}
+
+fn usage_error(problem: &str) -> ! {
+    eprintln!("tokio-echo-server: {problem}\n{USAGE}");
+    std::process::exit(2);
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:9001".to_owned());
+    let (addr, origins, patterns) = arguments();
     let listener = TcpListener::bind(&addr).await?;
     let local = listener.local_addr()?;
+    if origins.is_any() {
+        println!("accepting web pages from any origin");
+    } else if !patterns.is_empty() {
+        println!(
+            "accepting web pages from its own origin and {}",
+            patterns.join(", ")
+        );
+    }
     println!("tokio-echo-server listening on ws://{local}");
 
     let stats = Arc::new(Stats::default());
@@ -58,10 +110,11 @@ async fn main() -> std::io::Result<()> {
             }
         };
         let stats = Arc::clone(&stats);
+        let options = ServerOptions::new().origin_policy(origins.clone());
         tokio::spawn(async move {
             stats.accepted.fetch_add(1, Ordering::Relaxed);
             stats.open.fetch_add(1, Ordering::Relaxed);
-            if let Err(err) = serve(stream, &stats).await {
+            if let Err(err) = serve(stream, options, &stats).await {
                 stats.failed.fetch_add(1, Ordering::Relaxed);
                 eprintln!("{peer}: dropped: {err}");
             }
@@ -70,11 +123,16 @@ async fn main() -> std::io::Result<()> {
     }
 }
 
-/// Echoes until the closing handshake is done.
-async fn serve(stream: TcpStream, stats: &Stats) -> tokio_lockgate::Result<()> {
+/// Echoes until the closing handshake is done. An upgrade from a web page
+/// the origin policy refuses is answered with 403 and counted as failed.
+async fn serve(
+    stream: TcpStream,
+    options: ServerOptions,
+    stats: &Stats,
+) -> tokio_lockgate::Result<()> {
     // A flushed echo must not wait for the peer's delayed ACK.
     stream.set_nodelay(true)?;
-    let mut ws = tokio_lockgate::accept_async(stream).await?;
+    let mut ws = tokio_lockgate::accept_async_with(stream, options).await?;
     loop {
         match ws.read().await {
             Ok(msg) if msg.is_data() => {

@@ -7,11 +7,18 @@
 //! `axum::serve` advertises extended CONNECT, so browsers that hold an
 //! HTTP/2 connection to the server open WebSockets on it.
 //!
+//! The extractor refuses an upgrade from another site's page with 403
+//! before the handler runs: by default only requests without `Origin`
+//! and from the server's own origin are accepted (see [`OriginPolicy`]).
+//! To accept other origins, add the policy to the routes as an
+//! [`Extension`](::axum::Extension) layer, as below.
+//!
 //! ```no_run
-//! use axum::Router;
 //! use axum::response::Response;
 //! use axum::routing::any;
+//! use axum::{Extension, Router};
 //! use tokio_lockgate::axum::{WebSocket, WebSocketUpgrade};
+//! use tokio_lockgate::handshake::OriginPolicy;
 //!
 //! async fn ws(upgrade: WebSocketUpgrade) -> Response {
 //!     upgrade
@@ -27,8 +34,12 @@
 //! }
 //!
 //! # async fn run() -> std::io::Result<()> {
+//! // Pages of app.example.com may connect too, besides the server's own.
+//! let origins = OriginPolicy::allow(["https://app.example.com"]).expect("a valid pattern");
 //! // `any`: HTTP/1.1 upgrades are GET, HTTP/2 ones CONNECT.
-//! let app = Router::new().route("/ws", any(ws));
+//! let app = Router::new()
+//!     .route("/ws", any(ws))
+//!     .layer(Extension(origins));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
 //! axum::serve(listener, app).await
 //! # }
@@ -40,10 +51,12 @@ use std::future::Future;
 use ::axum::body::Body;
 use ::axum::extract::FromRequestParts;
 use ::axum::response::{IntoResponse, Response};
+use lockgate::handshake::OriginPolicy;
 use lockgate::http::request::Parts;
 use lockgate::http::{Request, Version};
 use lockgate::{Config, HandshakeFailure};
 
+use crate::drain::{Drain, Registered};
 use crate::upgrade::{Accept, Refusal, UpgradeSettings, accept_response, accepted, check_request};
 
 /// The WebSocket a handler's [`WebSocketUpgrade::on_upgrade`] callback
@@ -56,7 +69,13 @@ pub type WebSocket = crate::upgrade::UpgradedWebSocket;
 ///
 /// A request that is not a valid upgrade is refused before the handler
 /// runs: 400, or 426 with `Sec-WebSocket-Version: 13` for another version
-/// (400 with that header over HTTP/2).
+/// (400 with that header over HTTP/2). So is one whose `Origin` the
+/// [`OriginPolicy`] refuses, with 403: the policy is the one in the
+/// request's extensions (an [`Extension`](::axum::Extension) layer on the
+/// router or route), by default [`OriginPolicy::same_origin`] (no `Origin`,
+/// or the server's own: `Host` over HTTP/1.1, `:authority` over HTTP/2).
+/// The policy is read when the request is extracted, so that a refused
+/// request never reaches the handler, which may act on its cookies.
 ///
 /// Configure with [`protocols`](Self::protocols),
 /// [`config`](Self::config) and [`deflate`](Self::deflate), then answer
@@ -179,6 +198,22 @@ impl<F: OnFailedUpgrade> WebSocketUpgrade<F> {
         });
         response.map(|()| Body::empty())
     }
+
+    /// [`on_upgrade`](Self::on_upgrade) for a server that drains: the
+    /// connection is registered with `drain` before the response goes out,
+    /// and `callback` gets it [`Registered`], so that its `read` closes it
+    /// at its turn. While `drain` is draining, the answer is 503 with
+    /// `Retry-After` instead ([`Refused`](crate::drain::Refused)).
+    pub fn on_upgrade_registered<C, Fut>(self, drain: &Drain, callback: C) -> Response
+    where
+        C: FnOnce(Registered<WebSocket>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        match drain.register() {
+            Ok(registration) => self.on_upgrade(move |ws| callback(registration.guard(ws))),
+            Err(refused) => refused.to_response().map(Body::from),
+        }
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for WebSocketUpgrade<LogFailedUpgrade> {
@@ -197,19 +232,27 @@ impl<S: Send + Sync> FromRequestParts<S> for WebSocketUpgrade<LogFailedUpgrade> 
         if let Some(protocol) = parts.extensions.get::<::hyper::ext::Protocol>() {
             request.extensions_mut().insert(protocol.clone());
         }
-        // Checked now, so that a bad request never reaches the handler;
-        // the answer is built in on_upgrade, with the settings.
-        check_request(&request).map_err(WebSocketUpgradeRejection)?;
+        let origin = parts
+            .extensions
+            .get::<OriginPolicy>()
+            .cloned()
+            .unwrap_or_default();
+        let settings = UpgradeSettings::default().origin_policy(origin);
+        // Checked now, so that a bad request, or one from a page the
+        // policy refuses, never reaches the handler; the answer is built
+        // in on_upgrade, with the settings.
+        check_request(&request, &settings).map_err(WebSocketUpgradeRejection)?;
         Ok(WebSocketUpgrade {
             request,
-            settings: UpgradeSettings::default(),
+            settings,
             on_failed_upgrade: LogFailedUpgrade,
         })
     }
 }
 
 /// Why [`WebSocketUpgrade`] refused a request; as a response, the matching
-/// 400 or 426 (or 500 for a server that cannot upgrade connections).
+/// 400, 403 (a refused `Origin`) or 426 (or 500 for a server that cannot
+/// upgrade connections).
 #[derive(Debug)]
 pub struct WebSocketUpgradeRejection(Refusal);
 

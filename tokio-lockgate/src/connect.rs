@@ -84,7 +84,8 @@ where
 }
 
 /// Accepts an upgrade, letting `callback` inspect the request and shape or
-/// refuse the response (subprotocols, extra headers, origin checks).
+/// refuse the response (subprotocols, extra headers, authentication). The Origin policy
+/// ([`ServerOptions::origin_policy`]) runs first.
 ///
 /// # Errors
 ///
@@ -406,6 +407,15 @@ async fn dial<R: IntoClientRequest>(
     let deadline = handshake.deadline();
     let mut stream = open(&route, &steps, connector.as_ref(), nodelay, deadline).await?;
     let opened = drive(&mut stream, handshake).await?;
+    // The TCP peer (the proxy, through one) in the connection's span.
+    #[cfg(feature = "tracing")]
+    let opened = {
+        let mut opened = opened;
+        if let Ok(peer) = stream.get_ref().peer_addr() {
+            opened.context.record_peer_addr(peer);
+        }
+        opened
+    };
     Ok((
         WebSocketStream::from_context(stream, opened.context),
         opened.response.map(|()| None),

@@ -136,6 +136,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
                     context.shut_down();
                     Ok(())
                 }),
+                // A rate limit holds the next message back: no read, only
+                // the timer, armed below for the instant it fits.
+                Next::Wait => Poll::Pending,
             };
             match polled {
                 Poll::Ready(Ok(())) => {}
@@ -158,7 +161,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
     /// goes on.
     ///
     /// The timer is only reset when the deadline changes, which the context
-    /// does once per keepalive interval, not per message.
+    /// does once per keepalive interval, not per message (once per message
+    /// read while a rate limit throttles).
     fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
         // tokio's clock, so tests with a paused runtime drive deadlines.
         let now = Instant::now();

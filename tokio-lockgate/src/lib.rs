@@ -77,6 +77,14 @@
 //! every subscriber of a topic, each connection with its own bounded queue,
 //! a slow-consumer policy, and one flush per burst.
 //!
+//! # Graceful drain
+//!
+//! A [`drain::Drain`] registers live connections (plain accept loops, the
+//! axum extractor, hyper upgrades, hub subscribers); starting it refuses
+//! new upgrades with 503 and `Retry-After`, closes each connection behind
+//! what is queued for it, spread over a window, and cuts what is still
+//! open at a deadline.
+//!
 //! # Cargo features
 //!
 //! | feature | default | what it adds |
@@ -90,6 +98,8 @@
 //! | `native-tls-vendored` | | `native-tls` with OpenSSL built from source |
 //! | `hyper` | | `upgrade`: WebSockets upgraded by hyper 1, HTTP/1.1 and HTTP/2 |
 //! | `axum` | | `axum`: the `WebSocketUpgrade` extractor for axum 0.8 |
+//! | `metrics` | | lockgate's counters and the hub's through the `metrics` facade (`lockgate::observe`, `hub::metrics`) |
+//! | `tracing` | | lockgate's span per connection and its events, and the hub's, through `tracing` |
 //!
 //! # Porting from tokio-tungstenite
 //!
@@ -117,6 +127,7 @@
 pub mod axum;
 mod connect;
 mod core;
+pub mod drain;
 #[cfg(feature = "hyper")]
 mod h2_dial;
 pub mod hub;
@@ -138,8 +149,8 @@ pub use connect::{
 pub use lockgate;
 pub use lockgate::{
     Bytes, ClientOptions, CloseCode, CloseFrame, Config, Connector, Error, HandshakeFailure,
-    Message, PreparedMessage, ProtocolError, Result, Role, ServerOptions, TimeoutKind, Utf8Bytes,
-    WebSocketConfig, WebSocketContext, deflate, handshake, http,
+    Message, PreparedMessage, ProtocolError, RateLimit, RatePolicy, Result, Role, ServerOptions,
+    TimeoutKind, Utf8Bytes, WebSocketConfig, WebSocketContext, deflate, handshake, http,
 };
 pub use split::{WebSocketReadHalf, WebSocketWriteHalf};
 pub use stream::{SendFlush, WebSocketStream};

@@ -192,6 +192,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketReadHalf<S> {
         poll_fn(move |cx| poll_read_half(&self.shared, cx))
     }
 
+    /// Queues a close frame, owed a flush that the next read (or a write
+    /// half's write or flush) gives it (a drain's turn, from inside a read).
+    pub(crate) fn queue_close(&self, frame: CloseFrame) -> Result<()> {
+        lock(&self.shared).context.close(Some(frame))
+    }
+
     /// Whether `other` is the write half split from the same stream.
     pub fn is_pair_of(&self, other: &WebSocketWriteHalf<S>) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)

@@ -191,6 +191,12 @@ impl<S> WebSocketStream<S> {
         self.inner.core.context.buffered_input()
     }
 
+    /// Queues a close frame, owed a flush that the next read, write or
+    /// flush gives it (a drain's turn, from inside a read).
+    pub(crate) fn queue_close(&mut self, frame: CloseFrame) -> Result<()> {
+        self.inner.core.context.close(Some(frame))
+    }
+
     pub(crate) fn into_core(self) -> Core<S> {
         self.inner.core
     }

@@ -10,6 +10,12 @@
 //! Serving plain hyper: answer the request with [`accept_response`], and
 //! once hyper has sent it, [`accepted`] gives the WebSocket.
 //!
+//! Every request's `Origin` is checked against the settings'
+//! [`OriginPolicy`] (by default: no `Origin`, or the server's own, as the
+//! `Host` or `:authority` names it); any other is refused with 403, so
+//! that no other site's page can open a WebSocket with the user's
+//! cookies.
+//!
 //! ```no_run
 //! use http_body_util::Full;
 //! use hyper::body::{Bytes, Incoming};
@@ -19,7 +25,8 @@
 //!     let settings = UpgradeSettings::default().protocols(["chat.v1"]);
 //!     let accept = match accept_response(&mut request, settings) {
 //!         Ok(accept) => accept,
-//!         // 400, or 426 with Sec-WebSocket-Version: 13, in one call.
+//!         // 400, 403 for another site's page, or 426 with
+//!         // Sec-WebSocket-Version: 13, in one call.
 //!         Err(refusal) => return refusal.to_response().map(Full::from),
 //!     };
 //!     let response = accept.response.clone().map(|()| Full::default());
@@ -46,7 +53,7 @@ use ::hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::handshake::{
-    ExtendedConnect, IntoClientRequest, WEBSOCKET_PROTOCOL, choose_subprotocol,
+    ExtendedConnect, IntoClientRequest, OriginPolicy, WEBSOCKET_PROTOCOL, choose_subprotocol,
     extended_connect_response, is_extended_connect, upgrade_response_with_deflate,
 };
 use lockgate::http::header::{HeaderValue, SEC_WEBSOCKET_PROTOCOL};
@@ -62,11 +69,13 @@ pub type UpgradedWebSocket = WebSocketStream<TokioIo<Upgraded>>;
 
 /// How a server accepts upgrades: the connection's [`Config`] (whose
 /// [`deflate`](Config::deflate) setting decides whether permessage-deflate
-/// is accepted) and the subprotocols it speaks, in order of preference.
+/// is accepted), the subprotocols it speaks, in order of preference, and
+/// the [`OriginPolicy`] (which pages may open a WebSocket).
 #[derive(Debug, Clone, Default)]
 pub struct UpgradeSettings {
     config: Config,
     protocols: Vec<Cow<'static, str>>,
+    origin: OriginPolicy,
 }
 
 impl UpgradeSettings {
@@ -103,6 +112,16 @@ impl UpgradeSettings {
         self
     }
 
+    /// Which pages may open a WebSocket: a request whose `Origin` `policy`
+    /// refuses is answered with 403. Default:
+    /// [`OriginPolicy::same_origin`] (no `Origin`, or the server's own:
+    /// the host and port of `Host` over HTTP/1.1, of `:authority` over
+    /// HTTP/2).
+    pub fn origin_policy(mut self, policy: OriginPolicy) -> Self {
+        self.origin = policy;
+        self
+    }
+
     /// See [`config`](Self::config).
     pub fn get_config(&self) -> &Config {
         &self.config
@@ -111,6 +130,11 @@ impl UpgradeSettings {
     /// See [`protocols`](Self::protocols).
     pub fn get_protocols(&self) -> &[Cow<'static, str>] {
         &self.protocols
+    }
+
+    /// See [`origin_policy`](Self::origin_policy).
+    pub fn get_origin_policy(&self) -> &OriginPolicy {
+        &self.origin
     }
 }
 
@@ -164,6 +188,10 @@ enum RefusalKind {
 
 impl Refusal {
     pub(crate) fn new(error: HandshakeFailure, version: Version) -> Self {
+        // The one place an upgrade that lockgate's handshake driver did not
+        // run is refused: counted and traced as a handshake failure.
+        #[cfg(any(feature = "metrics", feature = "tracing"))]
+        lockgate::observe::record_upgrade_refusal(&error);
         Self {
             error: RefusalKind::Handshake(error),
             version,
@@ -183,8 +211,9 @@ impl Refusal {
         }
     }
 
-    /// The answer: 400, 426 with `Sec-WebSocket-Version: 13` (400 with it
-    /// over HTTP/2), or 500 if the server cannot upgrade connections. See
+    /// The answer: 400, 403 for an `Origin` the policy refuses, 426 with
+    /// `Sec-WebSocket-Version: 13` (400 with it over HTTP/2), or 500 if the
+    /// server cannot upgrade connections. See
     /// [`HandshakeFailure::to_response`].
     pub fn to_response(&self) -> Response<String> {
         match &self.error {
@@ -224,8 +253,9 @@ impl std::error::Error for Refusal {
 }
 
 /// Checks `request`, an HTTP/1.1 upgrade or an HTTP/2 extended CONNECT
-/// (its `:protocol` read from hyper's [`Protocol`] extension), and builds
-/// the response to send, choosing a subprotocol and accepting
+/// (its `:protocol` read from hyper's [`Protocol`] extension), and its
+/// `Origin` against the settings' [`OriginPolicy`], and builds the
+/// response to send, choosing a subprotocol and accepting
 /// permessage-deflate as `settings` say. It takes hyper's upgrade handle
 /// out of the request's extensions.
 ///
@@ -237,7 +267,8 @@ pub fn accept_response<B>(
     settings: UpgradeSettings,
 ) -> std::result::Result<Accept, Refusal> {
     let version = request.version();
-    let (mut response, params) = negotiate(request, settings.config.get_deflate())?;
+    let (mut response, params) =
+        negotiate(request, settings.config.get_deflate(), &settings.origin)?;
     let chosen = choose_subprotocol(request, &settings.protocols);
     if let Some(protocol) = chosen {
         let value = HeaderValue::from_str(protocol).map_err(|_| {
@@ -266,15 +297,19 @@ pub fn accept_response<B>(
     })
 }
 
-/// Checks that `request` is a valid WebSocket upgrade that hyper can hand
-/// over, without answering it yet: what [`accept_response`] refuses
-/// whatever the settings.
+/// Checks that `request` is a valid WebSocket upgrade from an origin
+/// `settings` accept, that hyper can hand over, without answering it yet:
+/// what [`accept_response`] with these settings refuses, but for
+/// subprotocols that are not valid header values.
 ///
 /// # Errors
 ///
 /// The [`Refusal`] [`accept_response`] would give.
-pub fn check_request<B>(request: &Request<B>) -> std::result::Result<(), Refusal> {
-    negotiate(request, None)?;
+pub fn check_request<B>(
+    request: &Request<B>,
+    settings: &UpgradeSettings,
+) -> std::result::Result<(), Refusal> {
+    negotiate(request, None, &settings.origin)?;
     if request.extensions().get::<OnUpgrade>().is_none() {
         return Err(Refusal {
             error: RefusalKind::NotUpgradable,
@@ -284,16 +319,18 @@ pub fn check_request<B>(request: &Request<B>) -> std::result::Result<(), Refusal
     Ok(())
 }
 
-/// The core's checks and response for either kind of upgrade.
+/// The core's checks (the origin's included) and response for either kind
+/// of upgrade.
 fn negotiate<B>(
     request: &Request<B>,
     deflate: Option<&DeflateConfig>,
+    origin: &OriginPolicy,
 ) -> std::result::Result<(Response<()>, Option<DeflateParams>), Refusal> {
     if is_extended_connect(request) {
         let protocol = request.extensions().get::<Protocol>().map(Protocol::as_str);
-        extended_connect_response(request, protocol, deflate)
+        extended_connect_response(request, protocol, deflate, origin)
     } else {
-        upgrade_response_with_deflate(request, deflate)
+        upgrade_response_with_deflate(request, deflate, origin)
     }
     .map_err(|error| Refusal::new(error, request.version()))
 }

@@ -28,6 +28,9 @@ pub(super) enum Offer {
 struct Queue {
     messages: VecDeque<PreparedMessage>,
     closed: Option<Ended>,
+    /// Taking no more messages: closed with this once what is queued was
+    /// taken (a drain's turn).
+    finishing: Option<Ended>,
 }
 
 #[derive(Debug)]
@@ -76,7 +79,7 @@ impl Mailbox {
     /// Queues `msg` if there is room.
     pub(super) fn offer(&self, msg: &PreparedMessage) -> Offer {
         let mut queue = lock(&self.queue);
-        if queue.closed.is_some() {
+        if queue.closed.is_some() || queue.finishing.is_some() {
             return Offer::Closed;
         }
         if queue.messages.len() >= self.capacity {
@@ -96,6 +99,7 @@ impl Mailbox {
             return false;
         }
         queue.closed = Some(ended);
+        queue.finishing = None;
         queue.messages = VecDeque::new();
         drop(queue);
         self.ready.notify_one();
@@ -104,14 +108,35 @@ impl Mailbox {
         true
     }
 
+    /// Stops taking messages, and closes with `ended` once what is queued
+    /// was taken, unless it is closed or finishing already. Unlike
+    /// [`close`](Self::close), a burst being written is not interrupted.
+    pub(super) fn finish(&self, ended: Ended) {
+        let mut queue = lock(&self.queue);
+        if queue.closed.is_some() || queue.finishing.is_some() {
+            return;
+        }
+        queue.finishing = Some(ended);
+        drop(queue);
+        self.ready.notify_one();
+        // Publishers waiting for room find it closed to them.
+        self.room.notify_waiters();
+    }
+
     /// Moves everything queued into `burst`: `Ok(0)` if nothing is, the
-    /// reason once closed.
+    /// reason once closed (or finishing with nothing left).
     pub(super) fn take(&self, burst: &mut Vec<PreparedMessage>) -> Result<usize, Ended> {
         let mut queue = lock(&self.queue);
         if let Some(ended) = &queue.closed {
             return Err(ended.clone());
         }
         let n = queue.messages.len();
+        if n == 0 && queue.finishing.is_some() {
+            let ended = queue.finishing.take().expect("checked");
+            queue.closed = Some(ended.clone());
+            queue.messages = VecDeque::new();
+            return Err(ended);
+        }
         if n == 0 {
             // About to wait: an idle subscriber holds no burst-sized queue.
             if queue.messages.capacity() > KEEP_WHEN_DRAINED {

@@ -47,6 +47,9 @@
 //! ```
 
 mod mailbox;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 mod registry;
 mod subscriber;
 
@@ -215,6 +218,8 @@ impl Hub {
         let mailbox = Arc::new(Mailbox::new(id, self.inner.config.queue_capacity));
         self.inner.registry.register(&mailbox);
         self.inner.subscribers.fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        metrics::subscriber_added();
         Subscriber::new(self.clone(), mailbox)
     }
 
@@ -243,6 +248,14 @@ impl Hub {
                             reason: "slow consumer: queue full".into(),
                         };
                         if mailbox.close(ended) {
+                            #[cfg(feature = "tracing")]
+                            tracing::debug!(
+                                target: "tokio_lockgate",
+                                subscriber = mailbox.id,
+                                topic,
+                                code = u16::from(code),
+                                "slow consumer closed"
+                            );
                             published.closed += 1;
                         }
                     }
@@ -264,6 +277,8 @@ impl Hub {
         inner
             .closed_slow
             .fetch_add(published.closed as u64, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        metrics::published(&published);
         published
     }
 

@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::mailbox::{Mailbox, lock};
 use super::{Ended, Hub};
+use crate::drain::DrainHook;
 use crate::{WebSocketStream, WebSocketWriteHalf};
 
 /// One connection's mailbox in a [`Hub`]: the topics it is subscribed to
@@ -92,7 +93,11 @@ impl Subscriber {
     ///
     /// [`Ended`] once the subscriber was closed, by the
     /// [`SlowConsumer::Close`](super::SlowConsumer::Close) policy or by
-    /// [`Hub::close_all`]: what was still queued is discarded.
+    /// [`Hub::close_all`]: what was still queued is discarded. At a
+    /// drain's turn ([`Registration::attach_subscriber`]) it takes no more
+    /// messages, and ends once what was queued has been returned.
+    ///
+    /// [`Registration::attach_subscriber`]: crate::drain::Registration::attach_subscriber
     pub async fn recv_burst(&mut self, burst: &mut Vec<PreparedMessage>) -> Result<usize, Ended> {
         loop {
             let n = self.mailbox.take(burst)?;
@@ -101,6 +106,8 @@ impl Subscriber {
                     .inner
                     .delivered
                     .fetch_add(n as u64, Ordering::Relaxed);
+                #[cfg(feature = "metrics")]
+                super::metrics::delivered(n);
                 return Ok(n);
             }
             self.mailbox.ready().await;
@@ -110,7 +117,8 @@ impl Subscriber {
     /// Runs a connection's write side: each burst (everything queued since
     /// the last one) is written with `write_prepared` and flushed once.
     /// Returns when the subscriber is closed, after sending the close frame
-    /// if the connection takes it within the hub's
+    /// (behind every message queued for it, when a drain closed it) if the
+    /// connection takes it within the hub's
     /// [`close_grace`](super::HubConfig::close_grace) (a connection that
     /// stopped reading may not), closing it even while a burst is stuck on
     /// a connection that stopped reading.
@@ -149,6 +157,31 @@ impl Subscriber {
     }
 }
 
+impl Subscriber {
+    /// What a drain calls at the connection's turn and at its deadline.
+    pub(crate) fn drain_hook(&self) -> Weak<dyn DrainHook> {
+        let mailbox: Arc<dyn DrainHook> = self.mailbox.clone();
+        Arc::downgrade(&mailbox)
+    }
+}
+
+impl DrainHook for Mailbox {
+    fn close_after_queued(&self, frame: &CloseFrame) {
+        self.finish(drained(frame));
+    }
+
+    fn cut(&self, frame: &CloseFrame) {
+        self.close(drained(frame));
+    }
+}
+
+fn drained(frame: &CloseFrame) -> Ended {
+    Ended {
+        code: frame.code,
+        reason: frame.reason.as_str().to_owned(),
+    }
+}
+
 /// Writes every message of `burst` and flushes once.
 async fn write_burst<W: PreparedSink>(
     ws: &mut W,
@@ -182,6 +215,8 @@ impl Drop for Subscriber {
             reason: String::new(),
         });
         self.hub.inner.subscribers.fetch_sub(1, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        super::metrics::subscriber_removed();
     }
 }
 

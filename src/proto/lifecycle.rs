@@ -1,0 +1,268 @@
+//! A connection's lifecycle, owned in one place: every change of
+//! [`State`] goes through [`WebSocketContext::set_state`], which checks
+//! that the transition is legal, traces it and counts it. And the hooks
+//! through which the rest of the context reports to metrics and tracing
+//! (features `metrics` and `tracing`, see [`crate::observe`]): each is an
+//! empty inline function without them, so a build without the features
+//! has no field, no branch and no call for any of it.
+
+#[cfg(feature = "tracing")]
+use std::net::SocketAddr;
+
+#[cfg(feature = "tracing")]
+use crate::error::Error;
+use crate::error::TimeoutKind;
+use crate::frame::CloseCode;
+#[cfg(any(feature = "metrics", feature = "tracing"))]
+use crate::observe::{self, By};
+use crate::proto::context::WebSocketContext;
+use crate::proto::state::State;
+
+/// What a rate limit did to a connection (see
+/// [`WebSocketContext::observe_rate_limit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    dead_code,
+    reason = "the rate limits report through it once they are wired in"
+)]
+pub(crate) enum RateLimitAction {
+    /// The context stopped asking for input until its bucket refills.
+    Throttled = 0,
+    /// The connection was closed for exceeding its limit.
+    Closed = 1,
+}
+
+impl RateLimitAction {
+    #[cfg(any(feature = "metrics", feature = "tracing"))]
+    pub(crate) const fn label(self) -> &'static str {
+        match self {
+            RateLimitAction::Throttled => "throttled",
+            RateLimitAction::Closed => "closed",
+        }
+    }
+}
+
+/// What moved a connection to its new state: for the move out of
+/// [`State::Active`], the close code and the side that closed.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(
+    not(any(feature = "metrics", feature = "tracing")),
+    allow(dead_code, reason = "read only to report the close")
+)]
+pub(crate) enum Cause {
+    /// We queued our close frame, with this code or none.
+    CloseSent(Option<CloseCode>),
+    /// The peer's close frame arrived, with this code or none.
+    CloseReceived(Option<CloseCode>),
+    /// Our reply to the peer's close frame went into the out buffer.
+    ReplyQueued,
+    /// The closing handshake is complete and our output drained.
+    Completed,
+    /// The connection failed; our close frame (if we could still send
+    /// one) carries this code.
+    Failed(CloseCode),
+    /// A deadline passed.
+    Deadline,
+    /// The stream ended.
+    StreamEnded,
+    /// The context was dropped.
+    Dropped,
+}
+
+#[cfg(any(feature = "metrics", feature = "tracing"))]
+impl Cause {
+    /// For a connection leaving [`State::Active`]: the code its close
+    /// counts under (1005: a close frame without one; 1006: no close
+    /// frame) and who closed it.
+    fn close(self) -> (u16, By) {
+        let code = |code: Option<CloseCode>| code.map_or(1005, u16::from);
+        match self {
+            Cause::CloseSent(sent) => (code(sent), By::Local),
+            Cause::CloseReceived(received) => (code(received), By::Peer),
+            Cause::Failed(sent) => (sent.into(), By::Local),
+            Cause::StreamEnded => (1006, By::Peer),
+            Cause::ReplyQueued | Cause::Completed | Cause::Deadline | Cause::Dropped => {
+                (1006, By::Local)
+            }
+        }
+    }
+}
+
+/// Whether a connection may go from `from` to `to` (see the diagram on
+/// [`State`]). Ending again is allowed: a failure reported after the
+/// stream ended, say.
+fn legal(from: State, to: State) -> bool {
+    matches!(
+        (from, to),
+        (_, State::Terminated)
+            | (State::Active, State::ClosedByUs | State::ClosedByPeer)
+            | (
+                State::ClosedByUs | State::ClosedByPeer,
+                State::CloseAcknowledged
+            )
+    )
+}
+
+impl WebSocketContext {
+    /// The one place `state` changes.
+    #[inline]
+    pub(super) fn set_state(&mut self, to: State, cause: Cause) {
+        debug_assert!(
+            legal(self.state, to),
+            "{:?} -> {to:?} ({cause:?})",
+            self.state
+        );
+        #[cfg(any(feature = "metrics", feature = "tracing"))]
+        if self.state != to {
+            self.observe_transition(to, cause);
+        }
+        #[cfg(not(any(feature = "metrics", feature = "tracing")))]
+        let _ = cause;
+        self.state = to;
+    }
+
+    #[cfg(any(feature = "metrics", feature = "tracing"))]
+    #[inline(never)]
+    fn observe_transition(&mut self, to: State, cause: Cause) {
+        let from = self.state;
+        #[cfg(feature = "tracing")]
+        observe::spans::transition(&self.span, &from, &to);
+        if from == State::Active {
+            let (code, by) = cause.close();
+            #[cfg(feature = "metrics")]
+            observe::counters::closed(code, by);
+            #[cfg(feature = "tracing")]
+            observe::spans::closing(&self.span, code, by);
+        }
+        #[cfg(feature = "metrics")]
+        if to == State::Terminated {
+            self.counters.flush();
+            observe::counters::ended();
+        }
+    }
+
+    // ----- what the context reports (nothing without the features) -----
+
+    /// A data message of `bytes` payload bytes was received. The last
+    /// complete message of what arrived hands the counts to the recorder
+    /// (a read that finds more buffered leaves them to the next).
+    #[inline(always)]
+    pub(super) fn count_received(&mut self, bytes: usize) {
+        #[cfg(feature = "metrics")]
+        {
+            self.counters.received(bytes);
+            if self.codec.input.buffered() == 0 {
+                self.counters.hand_over();
+            }
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = bytes;
+    }
+
+    /// A data message of `bytes` payload bytes was accepted to be sent.
+    #[inline(always)]
+    pub(super) fn count_sent(&mut self, bytes: usize) {
+        #[cfg(feature = "metrics")]
+        self.counters.sent(bytes);
+        #[cfg(not(feature = "metrics"))]
+        let _ = bytes;
+    }
+
+    /// Hands the message counts to the recorder at the end of a burst: the
+    /// received bytes hold no more frame (the driver reads next), a flush
+    /// completed, or the driver is about to wait. Cheap when nothing was
+    /// counted since the last time.
+    #[inline(always)]
+    pub(super) fn report_counts(&mut self) {
+        #[cfg(feature = "metrics")]
+        self.counters.flush();
+    }
+
+    /// A write was refused for lack of room in the out buffer.
+    #[inline(always)]
+    pub(super) fn observe_write_buffer_full(&self) {
+        #[cfg(feature = "metrics")]
+        observe::counters::write_buffer_full();
+    }
+
+    /// A deadline failed the connection.
+    #[inline(always)]
+    pub(super) fn observe_timeout(&self, kind: TimeoutKind) {
+        #[cfg(feature = "metrics")]
+        observe::counters::timeout(kind);
+        #[cfg(feature = "tracing")]
+        observe::spans::timeout(&self.span, kind);
+        #[cfg(not(any(feature = "metrics", feature = "tracing")))]
+        let _ = kind;
+    }
+
+    /// A protocol or size violation by the peer is failing the connection.
+    #[inline(always)]
+    pub(super) fn observe_protocol_error(&self, error: &crate::error::Error) {
+        #[cfg(feature = "tracing")]
+        if matches!(error, Error::Protocol(_) | Error::Capacity(_)) {
+            observe::spans::protocol_error(&self.span, error);
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = error;
+    }
+
+    /// A rate limit acted on this connection: counts
+    /// `lockgate_rate_limit_actions_total{action}` and traces it.
+    #[inline(always)]
+    #[allow(
+        dead_code,
+        reason = "the rate limits report through it once they are wired in"
+    )]
+    pub(crate) fn observe_rate_limit(&self, action: RateLimitAction) {
+        #[cfg(feature = "metrics")]
+        observe::counters::rate_limited(action);
+        #[cfg(feature = "tracing")]
+        observe::spans::rate_limited(&self.span, action);
+        #[cfg(not(any(feature = "metrics", feature = "tracing")))]
+        let _ = action;
+    }
+}
+
+#[cfg(feature = "tracing")]
+impl WebSocketContext {
+    /// Records the peer's address in the connection's `tracing` span
+    /// (feature `tracing`; see [`crate::observe`]). lockgate's drivers do
+    /// it for the sockets they know; a driver of its own calls it for its
+    /// stream.
+    #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+    pub fn record_peer_addr(&mut self, peer: SocketAddr) {
+        observe::spans::record_peer(&self.span, peer);
+    }
+
+    /// The connection's `tracing` span (feature `tracing`), to instrument
+    /// the task that serves it, say: disabled if no subscriber wanted it
+    /// when the connection opened.
+    #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+    pub fn span(&self) -> tracing::Span {
+        self.span
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(tracing::Span::none)
+    }
+
+    /// Whether the connection has a span a peer address would go to (so a
+    /// driver can skip looking the address up).
+    pub(crate) fn is_traced(&self) -> bool {
+        self.span.is_some()
+    }
+}
+
+/// A connection dropped before it ended ends now: it stops counting as
+/// open, its last counts are handed over, and one dropped while open
+/// counts as closed (1006, by us).
+#[cfg(any(feature = "metrics", feature = "tracing"))]
+impl Drop for WebSocketContext {
+    fn drop(&mut self) {
+        if self.state != State::Terminated {
+            self.set_state(State::Terminated, Cause::Dropped);
+        }
+        #[cfg(feature = "metrics")]
+        self.counters.flush();
+    }
+}

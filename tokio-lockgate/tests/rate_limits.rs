@@ -1,0 +1,275 @@
+//! Rate limits through the tokio driver: on loopback TCP, a flooding
+//! client throttled to its limit while another client of the same
+//! (single-threaded) server is answered, and the Close policy's 1008; on a
+//! paused clock over an in-memory pipe, the exact pace of a throttled read,
+//! from a whole stream and from a split read half, and keepalive staying
+//! quiet while a throttle keeps the peer's bytes unread.
+//!
+//! On real time the only use of the clock is the bound "at most burst +
+//! rate x elapsed", where a slow machine only makes the elapsed time
+//! longer.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{DuplexStream, duplex};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, timeout};
+use tokio_lockgate::lockgate::{CapacityError, RateLimit, RatePolicy};
+use tokio_lockgate::{
+    CloseCode, Config, Error, Message, Role, ServerOptions, WebSocketStream, accept_async_with,
+    connect_async,
+};
+
+const RATE: u32 = 20;
+const BURST: u32 = 10;
+const SECOND: Duration = Duration::from_secs(1);
+/// Generous: only there so that a broken test fails instead of hanging.
+const HANG: Duration = Duration::from_secs(30);
+
+/// At most this many messages may be handed over in `elapsed`.
+fn allowed(elapsed: Duration) -> usize {
+    BURST as usize + (f64::from(RATE) * elapsed.as_secs_f64()).ceil() as usize
+}
+
+/// A server on a fresh port: each connection in its own task echoes every
+/// data message back at once.
+async fn echo_server(config: Config) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let options = ServerOptions::new().config(config);
+                let Ok(mut ws) = accept_async_with(tcp, options).await else {
+                    return;
+                };
+                while let Ok(msg) = ws.read().await {
+                    if msg.is_data() && ws.send(msg).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+async fn connect(url: &str) -> WebSocketStream<tokio_lockgate::MaybeTlsStream<TcpStream>> {
+    connect_async(url).await.unwrap().0
+}
+
+// One thread: the throttled connection must wait on its timer, not hold
+// the thread, for the other to be served.
+#[tokio::test(flavor = "current_thread")]
+async fn a_flooding_client_is_throttled_while_another_is_answered() {
+    let limit = RateLimit::messages_per_second(RATE).message_burst(BURST);
+    let url = echo_server(Config::default().rate_limit(limit)).await;
+
+    // 1,000 messages at once: 50 s' worth at the limit.
+    const FLOOD: usize = 1000;
+    let mut flooder = connect(&url).await;
+    let start = Instant::now();
+    for i in 0..FLOOD {
+        flooder
+            .feed(Message::text(format!("{i:04}")))
+            .await
+            .unwrap();
+    }
+    flooder.flush().await.unwrap();
+    let mut flooded = 0;
+    // The burst is through: the flooder is being throttled now.
+    while flooded < BURST as usize {
+        timeout(HANG, flooder.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        flooded += 1;
+    }
+
+    // Another client, on its own connection (its own buckets), gets its
+    // answers: a burst's worth of round trips, while the flooder's echoes
+    // keep coming in.
+    let mut other = connect(&url).await;
+    for i in 0..BURST {
+        let msg = Message::text(format!("other {i}"));
+        other.send(msg.clone()).await.unwrap();
+        let answer = loop {
+            tokio::select! {
+                answer = other.next() => break answer.unwrap().unwrap(),
+                echo = flooder.next() => {
+                    echo.unwrap().unwrap();
+                    flooded += 1;
+                }
+            }
+        };
+        assert_eq!(answer, msg);
+    }
+    let elapsed = start.elapsed();
+    assert!(
+        flooded <= allowed(elapsed),
+        "{flooded} echoes in {elapsed:?}: more than {BURST} + {RATE}/s"
+    );
+    assert!(
+        flooded < FLOOD,
+        "still throttled while the other was served"
+    );
+    // Not closed: it keeps getting messages at the limit.
+    for _ in 0..5 {
+        let echo = timeout(HANG, flooder.next()).await.unwrap().unwrap();
+        assert!(echo.unwrap().is_text());
+        flooded += 1;
+    }
+    let elapsed = start.elapsed();
+    assert!(flooded <= allowed(elapsed), "{flooded} in {elapsed:?}");
+}
+
+#[tokio::test]
+async fn the_close_policy_closes_a_flooding_client_with_1008() {
+    let limit = RateLimit::messages_per_second(RATE)
+        .message_burst(BURST)
+        .policy(RatePolicy::Close);
+    let url = echo_server(Config::default().rate_limit(limit)).await;
+    let mut flooder = connect(&url).await;
+    for i in 0..200 {
+        flooder.feed(Message::text(format!("{i}"))).await.unwrap();
+    }
+    flooder.flush().await.unwrap();
+    let mut echoes = 0;
+    let close = loop {
+        match timeout(HANG, flooder.read()).await.unwrap().unwrap() {
+            Message::Text(_) => echoes += 1,
+            Message::Close(frame) => break frame.expect("a close code"),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(close.code, CloseCode::Policy);
+    assert!((BURST as usize..200).contains(&echoes), "{echoes}");
+}
+
+/// A server with `config` and a client, joined by an in-memory pipe.
+async fn pipe_pair(
+    config: Config,
+) -> (WebSocketStream<DuplexStream>, WebSocketStream<DuplexStream>) {
+    let (server, client) = duplex(1 << 20);
+    let server = WebSocketStream::from_raw_socket(server, Role::Server, config).await;
+    let client = WebSocketStream::from_raw_socket(client, Role::Client, Config::default()).await;
+    (server, client)
+}
+
+/// `n` small texts from `client`, written and flushed at once.
+async fn flood(client: &mut WebSocketStream<DuplexStream>, n: usize) {
+    for i in 0..n {
+        client.feed(Message::text(format!("{i}"))).await.unwrap();
+    }
+    client.flush().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttled_read_keeps_the_exact_pace() {
+    let limit = RateLimit::messages_per_second(10);
+    let (mut server, mut client) = pipe_pair(Config::default().rate_limit(limit)).await;
+    flood(&mut client, 40).await;
+    let start = Instant::now();
+    let mut at = Vec::new();
+    for i in 0..30 {
+        let msg = server.read().await.unwrap();
+        assert_eq!(msg, Message::text(i.to_string()));
+        at.push(start.elapsed());
+    }
+    // The burst (one second's worth) at once, then one every 100 ms.
+    assert_eq!(at[..10], [Duration::ZERO; 10]);
+    for (i, at) in at[10..].iter().enumerate() {
+        assert_eq!(
+            *at,
+            Duration::from_millis(100 * (i as u64 + 1)),
+            "message {}",
+            i + 10
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_split_read_half_is_throttled_too() {
+    let limit = RateLimit::messages_per_second(10).message_burst(5);
+    let (server, mut client) = pipe_pair(Config::default().rate_limit(limit)).await;
+    let (mut writer, mut reader) = server.into_split();
+    // The read half hands what it reads to the write half's task, which
+    // echoes it.
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let reading = tokio::spawn(async move {
+        let start = Instant::now();
+        for _ in 0..25 {
+            tx.send(reader.next().await.unwrap().unwrap()).unwrap();
+        }
+        start.elapsed()
+    });
+    let echoing = tokio::spawn(async move {
+        while let Some(msg) = rx.recv().await {
+            writer.send(msg).await.unwrap();
+        }
+    });
+    flood(&mut client, 100).await;
+    for i in 0..25 {
+        assert_eq!(
+            client.next().await.unwrap().unwrap(),
+            Message::text(i.to_string())
+        );
+    }
+    // Five at once, then twenty at 100 ms each.
+    assert_eq!(reading.await.unwrap(), 2 * SECOND);
+    echoing.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn keepalive_stays_quiet_while_throttled() {
+    // Keepalive would ping a silent peer after 1 s and give up on it 1 s
+    // later. The client here never reads, so it answers no ping; but it
+    // sent more than the byte limit lets through, and while the server
+    // is throttled it cannot tell silence from its own not reading.
+    let config = Config::default()
+        .rate_limit(RateLimit::bytes_per_second(1000))
+        .ping_interval(Some(SECOND))
+        .ping_timeout(Some(SECOND));
+    let (mut server, mut client) = pipe_pair(config).await;
+    client.feed(Message::binary(vec![0; 5000])).await.unwrap();
+    client.feed(Message::binary(vec![0; 100])).await.unwrap();
+    client.flush().await.unwrap();
+    let start = Instant::now();
+    assert_eq!(server.read().await.unwrap().len(), 5000);
+    // 4,000 bytes of debt and 100 more: 4.1 s, two keepalive timeouts'
+    // worth, without a ping or a timeout.
+    assert_eq!(server.read().await.unwrap().len(), 100);
+    assert_eq!(start.elapsed(), Duration::from_millis(4100));
+    // Now nothing is held back, and the silent client is given up.
+    let error = server.read().await.unwrap_err();
+    assert!(matches!(error, Error::Timeout(_)), "{error:?}");
+    drop(client);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_close_policy_fails_the_read_with_rate_limited() {
+    let limit = RateLimit::bytes_per_second(1000).policy(RatePolicy::Close);
+    let (mut server, mut client) = pipe_pair(Config::default().rate_limit(limit)).await;
+    client.feed(Message::binary(vec![0; 600])).await.unwrap();
+    client.feed(Message::binary(vec![0; 600])).await.unwrap();
+    client.flush().await.unwrap();
+    assert_eq!(server.read().await.unwrap().len(), 600);
+    let error = server.read().await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Capacity(CapacityError::ByteRateExceeded {
+                per_second: 1000,
+                burst: 1000,
+            })
+        ),
+        "{error:?}"
+    );
+    match client.read().await.unwrap() {
+        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::Policy),
+        other => panic!("{other:?}"),
+    }
+}
