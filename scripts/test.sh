@@ -35,7 +35,13 @@ cargo clippy -p tokio-lockgate --all-targets --features axum,rustls -- -D warnin
 cargo clippy -p lockgate --all-targets --no-default-features -- -D warnings
 cargo clippy -p lockgate --all-targets --features rustls-tls-webpki-roots,native-tls,url -- -D warnings
 cargo clippy -p tokio-lockgate --all-targets --features native-tls,url -- -D warnings
+# Metrics and tracing, together and each alone (their cfg combinations).
+cargo clippy -p lockgate --all-targets --features metrics,tracing -- -D warnings
+cargo clippy -p lockgate --lib --features metrics -- -D warnings
+cargo clippy -p lockgate --lib --features tracing -- -D warnings
+cargo clippy -p tokio-lockgate --all-targets --features metrics,tracing,axum -- -D warnings
 cargo clippy -p bench-peers --all-targets -- -D warnings
+cargo clippy -p bench-peers --all-targets --features metrics -- -D warnings
 cargo clippy -p lockgate-interop --all-targets -- -D warnings
 cargo clippy -p lockgate-fanout -p lockgate-loadgen --all-targets -- -D warnings
 # The fuzz crate (not a workspace member): once as a normal build, once
@@ -83,6 +89,10 @@ cargo test -p tokio-lockgate --features axum,rustls
 cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --lib --test tls_connect --test proxy
 cargo test -p tokio-lockgate --features native-tls,hyper --test proxy --test h2_client
 cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --doc
+# Counters and spans: exact counts for known workloads, each close and
+# timeout and refusal, the hub's counters, a drain's closes.
+cargo test -p lockgate --features metrics,tracing --lib --test metrics --test rate_limits
+cargo test -p tokio-lockgate --features metrics,tracing,axum --lib --test metrics --test drain --test rate_limits
 
 step "README commands, run as written: servers answered by the README's clients (scripts/readme-commands.sh)"
 bash scripts/readme-commands.sh
