@@ -1,26 +1,51 @@
 //! One client: the opening handshake (which names its topic), then its
-//! messages published, and the topic's messages forwarded to it.
+//! messages published, and the topic's messages forwarded to it, until it
+//! leaves or the node drains.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures_util::StreamExt;
 use tokio::net::TcpStream;
 use tokio_lockgate::handshake::ErrorResponse;
 use tokio_lockgate::http::{Request, Response, StatusCode};
-use tokio_lockgate::{Config, PreparedMessage, ServerOptions, accept_async_with};
+use tokio_lockgate::{PreparedMessage, ServerOptions, accept_async_with};
 
+use crate::config::NodeConfig;
 use crate::relay::Relay;
+use crate::scrape;
 use crate::state::{NodeState, count};
 use crate::topic;
 
-/// Serves one client until it leaves, fails, or is closed by the hub.
+/// Serves one client until it leaves, fails, or is closed by the hub (a
+/// drain's turn included); or, with [`NodeConfig::metrics`], answers a
+/// `GET /metrics`.
 pub(crate) async fn serve(
     tcp: TcpStream,
-    config: Config,
+    node: Arc<NodeConfig>,
     state: Arc<NodeState>,
     relay: Option<Relay>,
 ) {
     let _ = tcp.set_nodelay(true);
+    let mut config = node.websocket;
+    if let Some(render) = &node.metrics {
+        // The peek counts against the handshake's deadline: a connection
+        // gets one deadline, whatever it turns out to be.
+        let started = Instant::now();
+        let limit = config.get_handshake_timeout();
+        let scrape = match limit {
+            Some(limit) => tokio::time::timeout(limit, scrape::asks_for_metrics(&tcp))
+                .await
+                .unwrap_or(false),
+            None => scrape::asks_for_metrics(&tcp).await,
+        };
+        let left = limit.map(|limit| limit.saturating_sub(started.elapsed()));
+        if scrape {
+            scrape::answer(tcp, render, state.stats(), left).await;
+            return;
+        }
+        config = config.handshake_timeout(left);
+    }
     let mut topic = None;
     #[allow(
         clippy::result_large_err,
@@ -34,6 +59,12 @@ pub(crate) async fn serve(
                 "connect to /topics/NAME (NAME: 1 to 128 of A-Z a-z 0-9 - _)",
             ));
         };
+        // Registered before the 101 goes out, so a drain either counts
+        // this client or refuses it (503 with Retry-After).
+        let registration = state.drain.register().map_err(|refused| {
+            count(&state.counters.refused_draining);
+            refused.to_error_response()
+        })?;
         if !state.accepting() {
             count(&state.counters.refused_unavailable);
             return Err(refusal(
@@ -42,13 +73,20 @@ pub(crate) async fn serve(
             ));
         }
         // Subscribed before the 101 goes out: once a client's handshake
-        // completes, it receives everything published to its topic.
+        // completes, it receives everything published to its topic. At
+        // its turn in a drain, it is sent what was queued for it, then
+        // the close.
         let subscriber = state.hub.subscriber();
         subscriber.subscribe(name);
-        topic = Some((name.to_owned(), subscriber));
+        registration.attach_subscriber(&subscriber);
+        topic = Some((name.to_owned(), subscriber, registration));
         Ok(response)
     };
-    let options = ServerOptions::new().config(config).callback(callback);
+    // The one place a client's handshake options are put together.
+    let options = ServerOptions::new()
+        .config(config)
+        .origin_policy(node.origin.clone())
+        .callback(callback);
     let ws = match accept_async_with(tcp, options).await {
         Ok(ws) => ws,
         Err(_) => {
@@ -56,11 +94,14 @@ pub(crate) async fn serve(
             return;
         }
     };
-    let (topic, subscriber) = topic.expect("an accepted upgrade named its topic");
+    let (topic, subscriber, registration) = topic.expect("an accepted upgrade named its topic");
     count(&state.counters.accepted);
     count(&state.counters.open);
 
-    let (mut write, mut read) = ws.into_split();
+    let (mut write, read) = ws.into_split();
+    // The read half sees the drain's deadline; the subscriber sends its
+    // close.
+    let mut read = registration.guard(read);
     // Its own task: a client's writes never wait behind its reads, and a
     // publish that waits (for the broker, or under the Wait policy for this
     // very client's queue) never stops its forwarding.
@@ -68,18 +109,19 @@ pub(crate) async fn serve(
         let mut subscriber = subscriber;
         let _ = subscriber.forward(&mut write).await;
     });
-    // Until the closing handshake completes, the connection fails, or its
-    // deadlines pass (the read half enforces them).
+    // Until the closing handshake completes, the connection fails, its
+    // deadlines pass (the read half enforces them), or a drain's deadline.
     while let Some(Ok(msg)) = read.next().await {
         if !msg.is_data() || forward.is_finished() {
             // Closed by the hub: nothing more is published for it.
             continue;
         }
-        count(&state.counters.from_clients);
         let prepared = PreparedMessage::new(msg);
         // Local subscribers first, then the other nodes, in the order the
         // client sent them.
         state.hub.publish(&topic, &prepared).await;
+        // Counted once in every queue: a drain reports it as accepted.
+        count(&state.counters.from_clients);
         if let Some(relay) = &relay {
             relay.publish(&topic, prepared.message()).await;
         }

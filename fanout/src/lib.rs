@@ -15,7 +15,19 @@
 //!   never delays the others or grows the node's memory past its bound;
 //! - a node that loses its broker closes its clients with 1013, since they
 //!   would silently miss other nodes' messages, and refuses new ones with
-//!   503 until the broker is back.
+//!   503 until the broker is back;
+//! - a node that stops ([`NodeHandle::drain`], SIGTERM for the binary)
+//!   refuses new clients with 503, sends each client what it accepted for
+//!   it and then 1001, spread over a window, and cuts the rest at a
+//!   deadline;
+//! - web pages from other origins are refused with 403 unless allowed
+//!   ([`NodeConfig::origin_policy`]), and a client may be held to a
+//!   message rate, throttled or closed with 1008 (a
+//!   [`RateLimit`](tokio_lockgate::lockgate::RateLimit) in
+//!   [`NodeConfig::websocket`]);
+//! - `GET /metrics` on the clients' port serves the counters of lockgate,
+//!   of the hub and of the node ([`NodeConfig::metrics`]; the binary
+//!   renders them in Prometheus' text format).
 //!
 //! ```
 //! use lockgate_fanout::{Node, NodeConfig};
@@ -41,6 +53,7 @@ mod config;
 mod connection;
 mod node;
 mod relay;
+mod scrape;
 mod state;
 pub mod topic;
 

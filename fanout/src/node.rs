@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_lockgate::CloseCode;
+use tokio_lockgate::drain::{DrainOptions, DrainReport};
 use tokio_lockgate::hub::{Hub, HubStats};
 
 use crate::config::NodeConfig;
@@ -26,9 +27,14 @@ pub struct Node;
 pub struct NodeHandle {
     local_addr: SocketAddr,
     state: Arc<NodeState>,
+    relay: Option<Relay>,
     stop: watch::Sender<bool>,
     accepting: JoinHandle<()>,
 }
+
+/// How long a stopping node waits for the broker to take what its clients
+/// published.
+const RELAY_FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Node {
     /// Binds, connects to the broker if one is configured, and starts
@@ -51,12 +57,13 @@ impl Node {
             listener,
             config,
             Arc::clone(&state),
-            relay,
+            relay.clone(),
             stopped,
         ));
         Ok(NodeHandle {
             local_addr,
             state,
+            relay,
             stop,
             accepting,
         })
@@ -70,6 +77,8 @@ async fn accept_loop(
     relay: Option<Relay>,
     mut stopped: watch::Receiver<bool>,
 ) {
+    // Shared by every connection's task.
+    let config = Arc::new(config);
     let mut backoff = AcceptBackoff::default();
     loop {
         let tcp = tokio::select! {
@@ -93,7 +102,7 @@ async fn accept_loop(
         };
         tokio::spawn(connection::serve(
             tcp,
-            config.websocket,
+            Arc::clone(&config),
             Arc::clone(&state),
             relay.clone(),
         ));
@@ -154,13 +163,51 @@ impl NodeHandle {
         self.state.hub.stats()
     }
 
-    /// Stops accepting and closes every client with 1001 (Going Away).
+    /// Stops accepting and closes every client with 1001 (Going Away) at
+    /// once, dropping what was queued for them; see [`drain`](Self::drain)
+    /// for a graceful stop.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.accepting.await;
         self.state
             .hub
             .close_all(CloseCode::Away, "broadcast node shutting down");
+        if let Some(relay) = &self.relay {
+            relay.flush(RELAY_FLUSH_LIMIT).await;
+        }
+    }
+
+    /// Stops gracefully: new clients are refused with 503 and
+    /// `Retry-After` (the listener stays open meanwhile); every client is
+    /// sent every message the node accepted before the drain started, then
+    /// a close frame with `options`' code (1001 by default), at a turn
+    /// spread over `options`' window; those still open at its deadline
+    /// are cut. Then the node stops as [`shutdown`](Self::shutdown) does.
+    /// Returns the drain's counts.
+    ///
+    /// The drain starts with the call, not at the first poll of the
+    /// returned future: new clients are refused from then on.
+    ///
+    /// The relay keeps running during the drain: a client is sent what
+    /// other nodes publish until its turn.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn drain(self, options: DrainOptions) -> impl Future<Output = DrainReport> + Send {
+        // Started here, not at the first poll: the drain runs on a task of
+        // its own and the future only waits for its report.
+        let draining = self.state.drain.start(options);
+        async move {
+            let report = draining.await;
+            self.shutdown().await;
+            report
+        }
+    }
+
+    /// Whether the node is draining (refusing new clients for good).
+    pub fn is_draining(&self) -> bool {
+        self.state.drain.is_draining()
     }
 }
 

@@ -100,6 +100,16 @@ impl Relay {
             }
         }
     }
+
+    /// Hands what local clients published to the broker before the node
+    /// exits, waiting at most `limit`.
+    pub(crate) async fn flush(&self, limit: Duration) {
+        match tokio::time::timeout(limit, self.client.flush()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("lockgate-fanout: flushing to the broker failed: {e}"),
+            Err(_) => eprintln!("lockgate-fanout: flushing to the broker took over {limit:?}"),
+        }
+    }
 }
 
 /// Waits until the server has processed everything this client sent so
@@ -134,8 +144,9 @@ async fn deliver_relayed(mut subscription: async_nats::Subscriber, state: Arc<No
                 }
             },
         };
-        count(&state.counters.relayed_in);
         state.hub.publish(topic, &PreparedMessage::new(msg)).await;
+        // Counted once in every queue: a drain reports it as accepted.
+        count(&state.counters.relayed_in);
     }
     eprintln!("lockgate-fanout: the broker subscription ended");
 }

@@ -1,15 +1,19 @@
-//! [`NodeState`]: what a node's tasks share: the hub, whether the broker
-//! is reachable, and the counters.
+//! [`NodeState`]: what a node's tasks share: the hub, the drain its
+//! connections are registered with, whether the broker is reachable, and
+//! the counters.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio_lockgate::CloseCode;
+use tokio_lockgate::drain::Drain;
 use tokio_lockgate::hub::Hub;
 
 /// Shared by the accept loop, every connection and the relay.
 #[derive(Debug)]
 pub(crate) struct NodeState {
     pub(crate) hub: Hub,
+    /// Every client connection, for a graceful shutdown.
+    pub(crate) drain: Drain,
     /// Whether the broker is reachable (always, for a standalone node).
     broker_up: AtomicBool,
     pub(crate) counters: Counters,
@@ -22,6 +26,7 @@ pub(crate) struct Counters {
     pub(crate) open: AtomicU64,
     pub(crate) refused_path: AtomicU64,
     pub(crate) refused_unavailable: AtomicU64,
+    pub(crate) refused_draining: AtomicU64,
     pub(crate) handshake_failed: AtomicU64,
     pub(crate) from_clients: AtomicU64,
     pub(crate) relayed_out: AtomicU64,
@@ -43,13 +48,17 @@ pub struct NodeStats {
     pub refused_path: u64,
     /// Upgrades refused with 503 while the broker was unreachable.
     pub refused_unavailable: u64,
+    /// Upgrades refused with 503 (and `Retry-After`) while draining.
+    pub refused_draining: u64,
     /// Opening handshakes that failed otherwise.
     pub handshake_failed: u64,
-    /// Data messages received from this node's clients.
+    /// Data messages received from this node's clients and published to
+    /// its hub.
     pub from_clients: u64,
     /// Messages published to the broker.
     pub relayed_out: u64,
-    /// Messages received from the broker (other nodes' clients).
+    /// Messages received from the broker (other nodes' clients) and
+    /// published to the hub.
     pub relayed_in: u64,
     /// Messages that could not be relayed (in or out).
     pub relay_errors: u64,
@@ -70,6 +79,7 @@ impl NodeState {
     pub(crate) fn new(hub: Hub) -> Self {
         Self {
             hub,
+            drain: Drain::new(),
             broker_up: AtomicBool::new(true),
             counters: Counters::default(),
         }
@@ -108,6 +118,7 @@ impl NodeState {
             open: get(&c.open),
             refused_path: get(&c.refused_path),
             refused_unavailable: get(&c.refused_unavailable),
+            refused_draining: get(&c.refused_draining),
             handshake_failed: get(&c.handshake_failed),
             from_clients: get(&c.from_clients),
             relayed_out: get(&c.relayed_out),

@@ -13,7 +13,7 @@
 //! | `lockgate_connections_open` | gauge | | connections open now |
 //! | `lockgate_closes_total` | counter | `code`, `by` | connections closed, by close code and by the side that closed first |
 //! | `lockgate_handshake_failures_total` | counter | `reason` | opening handshakes that failed |
-//! | `lockgate_messages_received_total` | counter | | data messages received |
+//! | `lockgate_messages_received_total` | counter | | data messages received complete (the one a rate limit's `RatePolicy::Close` refuses included) |
 //! | `lockgate_messages_sent_total` | counter | | data messages sent |
 //! | `lockgate_bytes_received_total` | counter | | their payload bytes (inflated) |
 //! | `lockgate_bytes_sent_total` | counter | | their payload bytes (before deflate) |

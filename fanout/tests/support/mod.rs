@@ -1,12 +1,18 @@
-//! Test support: a real `nats-server` on 127.0.0.1, started and stopped by
-//! PID, and broadcast clients.
-#![allow(dead_code, unreachable_pub)]
+//! Test support: a real `nats-server` on 127.0.0.1 and `lockgate-fanout`
+//! processes, started and stopped by PID, broadcast clients, and a plain
+//! HTTP GET.
+#![allow(dead_code, unused_imports, unreachable_pub)]
+
+mod process;
+
+pub use process::Process;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lockgate_fanout::{Node, NodeConfig, NodeHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream as AsyncTcpStream;
 use tokio_lockgate::{MaybeTlsStream, WebSocketStream, connect_async};
 
@@ -124,4 +130,40 @@ pub async fn within<T>(secs: u64, what: &str, future: impl std::future::Future<O
     tokio::time::timeout(Duration::from_secs(secs), future)
         .await
         .unwrap_or_else(|_| panic!("{what}: not within {secs} s"))
+}
+
+/// An HTTP/1.1 response: status, head (lower-cased), body.
+pub struct HttpResponse {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+/// `GET path` on `addr` (`HOST:PORT`), without `Upgrade`, as a scraper
+/// sends it; the server closes the connection after its answer.
+pub async fn http_get(addr: &str, path: &str) -> HttpResponse {
+    within(10, "an HTTP answer", async {
+        let mut tcp = AsyncTcpStream::connect(addr).await.expect("connects");
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: test\r\nAccept: */*\r\n\r\n"
+        );
+        tcp.write_all(request.as_bytes())
+            .await
+            .expect("request sent");
+        let mut raw = Vec::new();
+        tcp.read_to_end(&mut raw).await.expect("the answer");
+        let raw = String::from_utf8(raw).expect("UTF-8");
+        let (head, body) = raw.split_once("\r\n\r\n").expect("a head");
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {head:?}"));
+        HttpResponse {
+            status,
+            head: head.to_ascii_lowercase(),
+            body: body.to_owned(),
+        }
+    })
+    .await
 }

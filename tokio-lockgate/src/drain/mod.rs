@@ -497,10 +497,7 @@ impl Drain {
     /// # Panics
     ///
     /// Outside a tokio runtime.
-    pub fn start(
-        &self,
-        options: DrainOptions,
-    ) -> impl Future<Output = DrainReport> + Send + 'static {
+    pub fn start(&self, options: DrainOptions) -> impl Future<Output = DrainReport> + Send + use<> {
         let mut report = self.shared.report.subscribe();
         let slots = {
             let mut registry = lock(&self.shared.registry);
