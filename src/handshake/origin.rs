@@ -244,7 +244,7 @@ impl OriginPolicy {
             }
         }
         Err(HandshakeFailure::OriginRefused {
-            origin: summarize_body(&shown, BODY_SUMMARY),
+            origin: summarize_body(&shown, BODY_SUMMARY).into_boxed_str(),
         })
     }
 }
