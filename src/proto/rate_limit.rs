@@ -429,6 +429,10 @@ impl Bucket {
     /// The first time (nanoseconds since the origin) at which `cost` fits,
     /// given the tokens as of the last refill.
     fn fits_at(&self, cost: u64) -> u64 {
+        // As in `fits`: what costs nothing fits at once, debt or not.
+        if cost == 0 {
+            return 0;
+        }
         let missing = i128::from(self.need(cost)) - i128::from(self.tokens);
         let Ok(missing @ 1..) = u128::try_from(missing) else {
             return 0;
@@ -614,7 +618,7 @@ impl WebSocketContext {
     #[inline]
     pub(super) fn next_message_within_limit(&mut self) -> Result<Option<Message>> {
         if self.negotiated.is_none() {
-            return self.next_message();
+            return self.parse_next_message();
         }
         self.next_message_limited()
     }
@@ -625,10 +629,10 @@ impl WebSocketContext {
     #[inline(never)]
     fn next_message_limited(&mut self) -> Result<Option<Message>> {
         match self.rate_limiter() {
-            None => self.next_message(),
+            None => self.parse_next_message(),
             Some(limiter) if limiter.held.is_some() => self.next_held_message(),
             Some(_) => {
-                let Some(msg) = self.next_message()? else {
+                let Some(msg) = self.parse_next_message()? else {
                     return Ok(None);
                 };
                 let limiter = self.rate_limiter_mut().expect("checked above");
@@ -649,7 +653,7 @@ impl WebSocketContext {
         let msg = limiter.held.take().expect("a message is held");
         if terminated {
             // A failed connection hands nothing more over.
-            return self.next_message();
+            return self.parse_next_message();
         }
         match limiter.admit(&msg) {
             Ok(()) => Ok(Some(msg)),
@@ -682,6 +686,17 @@ impl WebSocketContext {
                 Err(self.fail(error))
             }
         }
+    }
+
+    /// The message a throttle held back, if any (not once the connection
+    /// failed): for [`next_message`](Self::next_message), to which the
+    /// limit does not apply.
+    #[inline]
+    pub(super) fn take_held_message(&mut self) -> Option<Message> {
+        if self.negotiated.is_none() || self.state == State::Terminated {
+            return None;
+        }
+        self.rate_limiter_mut()?.held.take()
     }
 
     /// Whether a message is held back until the rate limit lets it
@@ -1094,6 +1109,50 @@ mod tests {
         // the close was.
         let opcodes: Vec<OpCode> = seen.written.iter().map(|(op, _)| *op).collect();
         assert_eq!(opcodes, [OpCode::Pong, OpCode::Pong, OpCode::Close]);
+    }
+
+    #[test]
+    fn a_message_without_bytes_does_not_wait_for_the_byte_debt() {
+        let t0 = Instant::now();
+        let limit = RateLimit::messages_per_second(1)
+            .message_burst(1)
+            .with_bytes_per_second(100)
+            .byte_burst(100);
+        let mut ctx = server(Config::default().ping_interval(None).rate_limit(limit));
+        let _ = ctx.waiting(t0);
+        // 900 bytes of debt, repaid at 9 s; then a ping, which costs a
+        // message (due at 1 s) and no bytes.
+        ctx.feed(&client_frame(OpCode::Binary, &[0; 1000]));
+        ctx.feed(&client_frame(OpCode::Ping, b""));
+        let mut peer = Peer {
+            t0,
+            every: Duration::ZERO,
+            size: 0,
+            count: 0,
+            fed: 0,
+        };
+        let seen = run(&mut ctx, &mut peer, t0, t0 + 10 * SECOND);
+        let times: Vec<Duration> = seen.delivered.iter().map(|(at, _)| *at - t0).collect();
+        assert_eq!(times, [Duration::ZERO, SECOND]);
+        assert!(matches!(seen.delivered[1].1, Message::Ping(_)));
+    }
+
+    #[test]
+    fn next_message_hands_the_held_message_over_first() {
+        let t0 = Instant::now();
+        let limit = RateLimit::messages_per_second(1).message_burst(1);
+        let mut ctx = server(Config::default().rate_limit(limit));
+        let _ = ctx.waiting(t0);
+        for text in ["1", "2", "3"] {
+            ctx.feed(&client_frame(OpCode::Text, text.as_bytes()));
+        }
+        assert!(
+            matches!(ctx.poll(Operation::Read), Ok(Next::Message(m)) if m == Message::text("1"))
+        );
+        assert!(matches!(ctx.poll(Operation::Read), Ok(Next::Wait)));
+        // "2" is held; the unlimited read keeps the order.
+        assert_eq!(ctx.next_message().unwrap(), Some(Message::text("2")));
+        assert_eq!(ctx.next_message().unwrap(), Some(Message::text("3")));
     }
 
     #[test]

@@ -29,7 +29,9 @@ impl WebSocketContext {
     /// peer). The rules for telling the two apart are in `timers.rs`.
     ///
     /// A rate limit ([`Config::rate_limit`]) does not apply here: it needs
-    /// the time, and applies to the reads [`poll`](Self::poll) drives.
+    /// the time, and applies to the reads [`poll`](Self::poll) drives. A
+    /// message such a read held back is handed over first, so the order
+    /// is kept.
     ///
     /// # Errors
     ///
@@ -40,6 +42,15 @@ impl WebSocketContext {
     /// the out buffer is drained: [`Error::ConnectionClosed`] once, then
     /// [`Error::AlreadyClosed`].
     pub fn next_message(&mut self) -> Result<Option<Message>> {
+        if let Some(held) = self.take_held_message() {
+            return Ok(Some(held));
+        }
+        self.parse_next_message()
+    }
+
+    /// [`next_message`](Self::next_message) without a held message to
+    /// hand over first: what the rate limit's own reads call.
+    pub(super) fn parse_next_message(&mut self) -> Result<Option<Message>> {
         match self.state {
             State::Terminated => return Err(Error::AlreadyClosed),
             State::ClosedByPeer | State::CloseAcknowledged => {
