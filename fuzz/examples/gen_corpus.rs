@@ -164,7 +164,7 @@ fn contexts(corpus: &mut Corpus) {
         };
         let spare = ContextKnobs {
             config: 0x80,
-            deflate: 0,
+            ..ContextKnobs::default()
         };
         add(
             corpus,
@@ -188,7 +188,7 @@ fn contexts(corpus: &mut Corpus) {
         // a 64 KiB read buffer.
         let big_reads = ContextKnobs {
             config: 0xC0,
-            deflate: 0,
+            ..ContextKnobs::default()
         };
         add(
             corpus,
@@ -210,8 +210,8 @@ fn contexts(corpus: &mut Corpus) {
         let json = json_like(200);
         for (knob, name) in [(0x77, "w15"), (0xFF, "w15_nct"), (0x11, "w9")] {
             let ck = ContextKnobs {
-                config: 0,
                 deflate: knob,
+                ..ContextKnobs::default()
             };
             let frames = compressed(
                 knob,
@@ -240,6 +240,160 @@ fn contexts(corpus: &mut Corpus) {
                         ..Shape::default()
                     },
                     &reframe(role, &frames, 5),
+                ),
+            );
+        }
+    }
+}
+
+/// Rate limits (see `ContextKnobs` for the bits): a throttle on messages,
+/// a byte debt repaid, both buckets, and a close by each bucket; with
+/// permessage-deflate, a throttle and a close on inflated bytes. The
+/// `rate_seeds_*` tests of `lockgate_fuzz` check what each one hits.
+fn rate_limits(corpus: &mut Corpus) {
+    for (role, plain, deflate) in [
+        (Role::Server, "context_server", "context_deflate_server"),
+        (Role::Client, "context_client", "context_deflate_client"),
+    ] {
+        let f = |opcode, payload: &[u8]| frame(role, opcode, true, payload);
+        let close = f(OpCode::Close, &1000u16.to_be_bytes());
+        let texts = |n: usize| -> Vec<u8> {
+            (0..n)
+                .flat_map(|i| f(OpCode::Text, format!("message {i}").as_bytes()))
+                .collect()
+        };
+        let seeds: [(&str, ContextKnobs, Shape, Vec<u8>); 5] = [
+            (
+                // 2 messages/s, burst 1, no keepalive (deadlines exact), a
+                // blocking driver, reads 100 ms then 1 ms apart: ten
+                // messages in one read, a ping among them, then a close.
+                "rate_throttle_messages",
+                ContextKnobs {
+                    rate: 0x01 | 1 << 4 | 0x80,
+                    burst: 2,
+                    timing: 1 << 3,
+                    steps: 7 | 3 << 4,
+                    ..ContextKnobs::default()
+                },
+                Shape::default(),
+                [texts(5), f(OpCode::Ping, b"p"), texts(4), close.clone()].concat(),
+            ),
+            (
+                // 100 bytes/s, burst 125, default keepalive, the driver
+                // told of the start: 1,000 bytes at once leave 875 of
+                // debt, which the messages in the next reads wait out.
+                "rate_throttle_bytes_debt",
+                ContextKnobs {
+                    rate: 0x01 | 1 << 1,
+                    burst: 3 << 4 | 0x08,
+                    timing: 1,
+                    steps: 12 | 11 << 4,
+                    ..ContextKnobs::default()
+                },
+                Shape {
+                    chunk_a: 40,
+                    ..Shape::default()
+                },
+                [
+                    f(OpCode::Binary, &[0x5a; 1000]),
+                    texts(3),
+                    f(OpCode::Binary, &[1; 200]),
+                    close.clone(),
+                ]
+                .concat(),
+            ),
+            (
+                // 5 messages/s, burst 2, and 1,000 bytes/s, burst 1,000;
+                // keepalive every 10 s; all at once.
+                "rate_throttle_both",
+                ContextKnobs {
+                    rate: 0x01 | 2 << 1 | 3 << 4,
+                    burst: 3 | 4 << 4,
+                    timing: 3 | 2 << 3,
+                    steps: 9,
+                    ..ContextKnobs::default()
+                },
+                Shape::default(),
+                [
+                    f(OpCode::Binary, &[7; 700]),
+                    texts(2),
+                    f(OpCode::Binary, &[8; 700]),
+                    f(OpCode::Pong, b""),
+                    texts(3),
+                    close.clone(),
+                ]
+                .concat(),
+            ),
+            (
+                // Close policy, 2 messages/s, burst 2: the third of five
+                // messages at once closes with 1008.
+                "rate_close_messages",
+                ContextKnobs {
+                    rate: 0x01 | 0x08 | 1 << 4,
+                    burst: 3,
+                    ..ContextKnobs::default()
+                },
+                Shape::default(),
+                [texts(5), close.clone()].concat(),
+            ),
+            (
+                // Close policy, 1,000 bytes/s, burst 1,000, reads 10 ms
+                // apart: the second of three 600-byte messages closes
+                // with 1008.
+                "rate_close_bytes",
+                ContextKnobs {
+                    rate: 0x01 | 0x08 | 1 << 1,
+                    burst: 4 << 4,
+                    timing: 3,
+                    steps: 5 | 5 << 4,
+                    ..ContextKnobs::default()
+                },
+                Shape {
+                    chunk_a: 100,
+                    ..Shape::default()
+                },
+                [
+                    f(OpCode::Binary, &[3; 600]),
+                    f(OpCode::Binary, &[4; 600]),
+                    f(OpCode::Binary, &[5; 600]),
+                    close.clone(),
+                ]
+                .concat(),
+            ),
+        ];
+        for (name, ck, shape, body) in seeds {
+            add(corpus, plain, name, context_seed(ck, shape, &body));
+        }
+
+        // Inflated bytes count: 4,096 bytes/s, burst 16 KiB, throttled
+        // (default keepalive) or closed.
+        let json = json_like(200);
+        let frames = compressed(
+            0x77,
+            &[
+                Message::text(json.clone()),
+                Message::binary(vec![7; 20_000]),
+                Message::text(json),
+                Message::Ping(b"x".to_vec().into()),
+            ],
+        );
+        for (name, policy) in [("rate_throttle_inflated", 0), ("rate_close_inflated", 0x08)] {
+            let ck = ContextKnobs {
+                deflate: 0x77,
+                rate: 0x01 | 1 << 1 | policy,
+                burst: 5 << 4,
+                timing: 4,
+                steps: 8,
+                ..ContextKnobs::default()
+            };
+            add(
+                corpus,
+                deflate,
+                name,
+                context_seed(
+                    ck,
+                    Shape::default(),
+                    &[reframe(role, &frames, 3), close.clone()].concat(),
                 ),
             );
         }
@@ -721,6 +875,7 @@ fn main() {
     let mut corpus = Corpus::new();
     frame_header(&mut corpus);
     contexts(&mut corpus);
+    rate_limits(&mut corpus);
     inflater(&mut corpus);
     handshakes(&mut corpus);
     extension_params(&mut corpus);
