@@ -59,7 +59,7 @@ fn message(len: usize) -> Message {
 fn transmit(ctx: &mut WebSocketContext, sink: &mut Vec<u8>) {
     ctx.flush();
     loop {
-        match ctx.poll(Operation::Write).expect("flushing does not fail") {
+        match ctx.poll(Operation::Flush).expect("flushing does not fail") {
             Next::Transmit => {
                 let mut output = ctx.output();
                 while output.has_remaining() {

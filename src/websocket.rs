@@ -348,7 +348,7 @@ impl<S: Read + Write> WebSocket<S> {
     /// [`Error::Io`]; on would-block, call again later.
     pub fn flush(&mut self) -> Result<()> {
         self.context.flush();
-        self.drive(Operation::Write).map(drop)
+        self.drive(Operation::Flush).map(drop)
     }
 
     /// [`write`](Self::write) then [`flush`](Self::flush).

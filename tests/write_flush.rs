@@ -260,3 +260,32 @@ fn read_eof_in_the_middle_is_a_reset_not_a_hang() {
         "{err:?}"
     );
 }
+
+#[test]
+fn a_write_after_a_flush_that_would_block_does_not_flush() {
+    // Only `flush`, `send` and `close` flush: a flush that failed is not
+    // carried out by the next write, which only queues.
+    for step in [FlushStep::WouldBlock, FlushStep::Interrupted] {
+        let mut stream = MockStream::new();
+        stream.writes.push_back(WriteStep::WouldBlock);
+        let mut ws = server(stream);
+        ws.write(Message::text("queued")).unwrap();
+        assert!(ws.flush().unwrap_err().is_would_block());
+        ws.get_mut().flushes.push_back(step);
+        for _ in 0..3 {
+            ws.write(Message::text("more")).unwrap();
+        }
+        assert_eq!(ws.get_ref().write_calls, 0, "{step:?}: a write wrote");
+        assert_eq!(ws.get_ref().flush_calls, 0, "{step:?}: a write flushed");
+        // The next flush sends all four.
+        loop {
+            match ws.flush() {
+                Ok(()) => break,
+                Err(e) if e.is_would_block() => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(parse_frames(&ws.get_ref().written).len(), 4);
+        assert_eq!(ws.get_ref().flush_calls, 1);
+    }
+}

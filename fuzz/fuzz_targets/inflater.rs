@@ -110,7 +110,7 @@ mod target {
             }
             // A flushed burst may release idle compression state.
             writer.flush();
-            while writer.poll(Operation::Write).expect("flush") == Next::Flush {
+            while writer.poll(Operation::Flush).expect("flush") == Next::Flush {
                 writer.flushed();
             }
         }

@@ -6,7 +6,8 @@
 //!
 //! Invariants: `Interrupted` never surfaces; `WriteBufferFull` hands back
 //! the message unchanged; the out buffer stays within
-//! `max_write_buffer_size` plus one pong; once the stream takes everything,
+//! `max_write_buffer_size` plus one pong; a `write` never flushes the
+//! stream (even after a flush that failed), unless a pong is owed; once the stream takes everything,
 //! a peer context reading all the bytes it accepted gets every message
 //! accepted by `write`/`send` (including those that failed with
 //! would-block after queueing), intact, in order, nothing more, no partial
@@ -32,6 +33,8 @@ struct FaultStream {
     /// What the peer sent, and how much of it was read.
     incoming: Vec<u8>,
     read: usize,
+    /// Calls to `flush`, whatever they returned.
+    flush_calls: usize,
 }
 
 impl FaultStream {
@@ -72,6 +75,7 @@ impl Write for FaultStream {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        self.flush_calls += 1;
         self.next().map(drop)
     }
 }
@@ -160,6 +164,7 @@ fuzz_target!(|data: &[u8]| {
         wire: Vec::new(),
         incoming,
         read: 0,
+        flush_calls: 0,
     };
     let context = WebSocketContext::with_deflate(role, config, params);
     let mut ws = WebSocket::from_context(stream, context);
@@ -171,8 +176,10 @@ fuzz_target!(|data: &[u8]| {
     let offer = |ws: &mut WebSocket<FaultStream>,
                  msg: Message,
                  send: bool,
+                 owes_pong: bool,
                  accepted: &mut Vec<Message>,
                  refused: &mut VecDeque<Message>| {
+        let flushes_before = ws.get_ref().flush_calls;
         // Every other message goes out prepared, interleaved with plain
         // writes: the peer must read the same stream either way.
         let prepared = msg.len() % 2 == 1;
@@ -204,6 +211,15 @@ fuzz_target!(|data: &[u8]| {
             }
             Err(e) => panic!("write: {e:?}"),
         }
+        // Only flush, send and close flush: not a write, even after a
+        // flush that failed (unless it carries an owed pong).
+        if !send && !owes_pong {
+            assert_eq!(
+                ws.get_ref().flush_calls,
+                flushes_before,
+                "a write flushed the stream"
+            );
+        }
     };
 
     for &op in ops {
@@ -213,7 +229,15 @@ fuzz_target!(|data: &[u8]| {
                     written += 1;
                     message(written, usize::from(op >> 2) * scale)
                 });
-                offer(&mut ws, msg, op & 3 == 3, &mut accepted, &mut refused);
+                let owes_pong = !pings_read.is_empty();
+                offer(
+                    &mut ws,
+                    msg,
+                    op & 3 == 3,
+                    owes_pong,
+                    &mut accepted,
+                    &mut refused,
+                );
             }
             1 => ok_or_would_block(ws.flush(), "flush"),
             _ => match ws.read() {
@@ -233,7 +257,7 @@ fuzz_target!(|data: &[u8]| {
     finish(&mut ws, script.len());
     while let Some(msg) = refused.pop_front() {
         let before = accepted.len();
-        offer(&mut ws, msg, true, &mut accepted, &mut refused);
+        offer(&mut ws, msg, true, true, &mut accepted, &mut refused);
         assert_eq!(accepted.len(), before + 1, "refused into an empty buffer");
     }
     finish(&mut ws, script.len());

@@ -591,7 +591,7 @@ impl OutputChecker {
     pub fn drain(&mut self, ctx: &mut WebSocketContext, step: usize, last_ping: Option<&[u8]>) {
         ctx.flush();
         loop {
-            match ctx.poll(Operation::Write).expect("a write does not fail") {
+            match ctx.poll(Operation::Flush).expect("a write does not fail") {
                 Next::Transmit => self.transmit(ctx, step),
                 Next::Flush => ctx.flushed(),
                 Next::Done => break,
@@ -1463,7 +1463,7 @@ pub fn transfer(
     writer.flush();
     loop {
         match writer
-            .poll(Operation::Write)
+            .poll(Operation::Flush)
             .expect("a write does not fail")
         {
             Next::Transmit => {

@@ -22,11 +22,16 @@ pub enum Operation {
     /// pong to a keepalive ping is consumed on the way, never returned.
     #[default]
     Read,
-    /// What `write`, `flush` and `close` owe: the out buffer written out
-    /// (not flushed) once it reached `write_buffer_size`; written and
-    /// flushed if a pong, keepalive ping or close frame is in it, or the
-    /// caller asked for a [`flush`](WebSocketContext::flush).
+    /// What `write` owes: the out buffer written out (not flushed) once it
+    /// reached `write_buffer_size`; written and flushed only if a pong,
+    /// keepalive ping or close frame is in it. Never the flush the caller
+    /// asked for: a [`flush`](WebSocketContext::flush) that failed or was
+    /// cancelled is not carried out by the next write.
     Write,
+    /// What `flush`, `send` and `close` owe: after
+    /// [`flush`](WebSocketContext::flush), the out buffer written out and
+    /// the stream flushed (once, even if nothing is buffered).
+    Flush,
 }
 
 /// What the driver does next; the answer of [`WebSocketContext::poll`].
@@ -84,24 +89,24 @@ impl WebSocketContext {
     /// its error after its close frame was given a chance to go out), a
     /// passed deadline as [`Error::Timeout`], a peer over a rate limit
     /// whose policy is [`RatePolicy::Close`](crate::RatePolicy::Close)
-    /// (1008), and the end of the stream. [`Operation::Write`] does not
+    /// (1008), and the end of the stream. [`Operation::Write`] and [`Operation::Flush`] do not
     /// fail here.
     #[inline]
     pub fn poll(&mut self, op: Operation) -> Result<Next> {
         self.prepare_output();
         match op {
             Operation::Read => self.poll_read(),
-            Operation::Write if self.flush_owed || self.flush_requested => {
-                Ok(self.drain_and_flush())
-            }
+            Operation::Flush => Ok(self.drain_and_flush(self.flush_requested)),
+            Operation::Write if self.flush_owed => Ok(self.drain_and_flush(false)),
             Operation::Write if self.should_write_out() => Ok(Next::Transmit),
             Operation::Write => Ok(Next::Done),
         }
     }
 
-    /// The caller asked for a flush: the next [`Operation::Write`] writes
+    /// The caller asked for a flush: the next [`Operation::Flush`] writes
     /// everything out and flushes the stream (once, even if nothing is
-    /// buffered: the stream may hold bytes of its own).
+    /// buffered: the stream may hold bytes of its own). Only that
+    /// operation carries it out; a write never does.
     pub fn flush(&mut self) {
         self.flush_requested = true;
     }
@@ -189,7 +194,7 @@ impl WebSocketContext {
             }
             Ok(None) if self.state.can_receive() => Ok(Next::Receive),
             // Closing: what is left is draining our output.
-            Ok(None) => Ok(self.drain_and_flush()),
+            Ok(None) => Ok(self.drain_and_flush(false)),
             Err(Error::ConnectionClosed) => {
                 self.delivered = Some(Box::new(Err(Error::ConnectionClosed)));
                 self.shutting_down = true;
@@ -221,10 +226,13 @@ impl WebSocketContext {
         }
     }
 
-    fn drain_and_flush(&self) -> Next {
+    /// Write out what is buffered, then flush if something owed calls for
+    /// it (a pong, a ping, a close) or `requested` (an
+    /// [`Operation::Flush`] after [`flush`](Self::flush)).
+    fn drain_and_flush(&self, requested: bool) -> Next {
         if !self.codec.output.is_empty() {
             Next::Transmit
-        } else if self.flush_requested || self.flush_owed {
+        } else if requested || self.flush_owed {
             Next::Flush
         } else {
             Next::Done

@@ -241,7 +241,7 @@ mod tests {
         let mut wire = Vec::new();
         ctx.flush();
         loop {
-            match ctx.poll(Operation::Write) {
+            match ctx.poll(Operation::Flush) {
                 Ok(Next::Transmit) => {
                     let mut out = ctx.output();
                     wire.extend_from_slice(&out.copy_to_bytes(out.remaining()));

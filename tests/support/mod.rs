@@ -347,7 +347,7 @@ pub fn take_output(ctx: &mut WebSocketContext) -> Vec<u8> {
     let mut out = Vec::new();
     ctx.flush();
     loop {
-        match ctx.poll(Operation::Write).expect("a flush does not fail") {
+        match ctx.poll(Operation::Flush).expect("a flush does not fail") {
             Next::Transmit => {
                 let mut output = ctx.output();
                 let chunk = output.chunk();

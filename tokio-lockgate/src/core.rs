@@ -63,17 +63,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
         }
     }
 
-    /// Runs what a write, flush or close owes until it is done or must
-    /// wait; the stream registers `wcx`. Most writes only queue: that
-    /// answer is checked inline.
+    /// Runs what a write owes until it is done or must wait; the stream
+    /// registers `wcx`. Most writes only queue: that answer is checked
+    /// inline.
     #[inline]
     pub(crate) fn poll_write(&mut self, wcx: &mut Context<'_>) -> Poll<Result<()>> {
-        match self.context.poll(Operation::Write)? {
+        self.poll_output(Operation::Write, wcx)
+    }
+
+    /// Runs a flush (and what `send` and `close` owe) until it is done or
+    /// must wait. Asks the context for the flush on every poll, so a
+    /// future dropped before it completed leaves nothing for the next
+    /// write to carry out.
+    pub(crate) fn poll_flush(&mut self, wcx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.context.flush();
+        self.poll_output(Operation::Flush, wcx)
+    }
+
+    #[inline]
+    fn poll_output(&mut self, op: Operation, wcx: &mut Context<'_>) -> Poll<Result<()>> {
+        match self.context.poll(op)? {
             Next::Done => Poll::Ready(Ok(())),
             next => {
                 let mut cx = Context::from_waker(wcx.waker());
-                self.poll_from(Operation::Write, next, &mut cx, wcx)
-                    .map_ok(drop)
+                self.poll_from(op, next, &mut cx, wcx).map_ok(drop)
             }
         }
     }

@@ -100,13 +100,23 @@ fn poll_read_half<S: AsyncRead + AsyncWrite + Unpin>(
     })
 }
 
-/// Polls a write, flush or close for the write half.
+/// Polls a write for the write half.
 fn poll_write_half<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared<S>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<()>> {
     poll_shared(shared, &shared.wakers.write_half, cx, |core, _, wcx| {
         core.poll_write(wcx)
+    })
+}
+
+/// Polls a flush (or what `send` and `close` owe) for the write half.
+fn poll_flush_half<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Shared<S>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<()>> {
+    poll_shared(shared, &shared.wakers.write_half, cx, |core, _, wcx| {
+        core.poll_flush(wcx)
     })
 }
 
@@ -263,8 +273,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocketWriteHalf<S> {
     ///
     /// [`Error::Io`].
     pub async fn flush(&mut self) -> Result<()> {
-        lock(&self.shared).context.flush();
-        poll_fn(|cx| poll_write_half(&self.shared, cx)).await
+        poll_fn(|cx| poll_flush_half(&self.shared, cx)).await
     }
 
     /// [`write`](Self::write) then [`flush`](Self::flush).
@@ -309,8 +318,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketWriteHalf<S> 
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        lock(&self.shared).context.flush();
-        poll_write_half(&self.shared, cx)
+        poll_flush_half(&self.shared, cx)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
@@ -320,8 +328,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketWriteHalf<S> 
                 Ok(()) | Err(Error::AlreadyClosed) => {}
                 Err(e) => return Poll::Ready(Err(e)),
             }
-            context.flush();
         }
-        poll_write_half(&self.shared, cx)
+        poll_flush_half(&self.shared, cx)
     }
 }

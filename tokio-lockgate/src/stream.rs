@@ -317,8 +317,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> SendFlush<S> {
     ///
     /// [`Error::Io`].
     pub async fn flush(&mut self) -> Result<()> {
-        self.core.context.flush();
-        poll_fn(|cx| self.core.poll_write(cx)).await
+        poll_fn(|cx| self.core.poll_flush(cx)).await
     }
 
     /// [`write`](WebSocketStream::write) then [`flush`](SendFlush::flush).
@@ -374,9 +373,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketStream<S> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let this = self.get_mut();
-        this.inner.core.context.flush();
-        this.inner.core.poll_write(cx)
+        self.get_mut().inner.core.poll_flush(cx)
     }
 
     /// Sends a close frame (if none was sent) and flushes. Read on to
@@ -387,8 +384,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for WebSocketStream<S> {
             Ok(()) | Err(Error::AlreadyClosed) => {}
             Err(e) => return Poll::Ready(Err(e)),
         }
-        this.inner.core.context.flush();
-        this.inner.core.poll_write(cx)
+        this.inner.core.poll_flush(cx)
     }
 }
 

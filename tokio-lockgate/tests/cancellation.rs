@@ -182,3 +182,54 @@ fn a_pong_owed_by_a_cancelled_read_goes_out_with_the_next_call() {
     assert_eq!(frames[0].header.opcode, OpCode::Pong);
     assert_eq!(ws.get_ref().0.flush_calls, 1);
 }
+
+#[test]
+fn a_write_after_a_cancelled_flush_does_not_flush() {
+    // A flush future dropped before the stream took the bytes (a timeout
+    // around `flush`, say) leaves nothing behind for the next write, the
+    // Sink's `poll_ready` or the write half: only `flush`, `send` and
+    // `close` flush.
+    use futures_util::SinkExt;
+    for split in [false, true] {
+        let mut mock = MockStream::new();
+        mock.writes.push_back(WriteStep::WouldBlock);
+        let mut ws = WebSocketStream::from_context(
+            AsyncMock(mock),
+            WebSocketContext::new(Role::Server, Config::default()),
+        );
+        assert!(poll_once(ws.write(Message::text("queued"))).is_ready());
+        if split {
+            let (mut write, read) = ws.into_split();
+            assert!(poll_once(write.flush()).is_pending(), "the socket blocks");
+            for _ in 0..3 {
+                assert!(matches!(
+                    poll_once(write.write(Message::text("more"))),
+                    Poll::Ready(Ok(()))
+                ));
+            }
+            assert!(matches!(
+                poll_once(SinkExt::feed(&mut write, Message::text("fed"))),
+                Poll::Ready(Ok(()))
+            ));
+            ws = read.reunite(write).expect("halves of one stream");
+        } else {
+            assert!(poll_once(ws.flush()).is_pending(), "the socket blocks");
+            for _ in 0..3 {
+                assert!(matches!(
+                    poll_once(ws.write(Message::text("more"))),
+                    Poll::Ready(Ok(()))
+                ));
+            }
+            assert!(matches!(
+                poll_once(SinkExt::feed(&mut ws, Message::text("fed"))),
+                Poll::Ready(Ok(()))
+            ));
+        }
+        let mock = &ws.get_ref().0;
+        assert!(mock.written.is_empty(), "split {split}: a write wrote");
+        assert_eq!(mock.flush_calls, 0, "split {split}: a write flushed");
+        assert!(matches!(poll_once(ws.flush()), Poll::Ready(Ok(()))));
+        assert_eq!(parse_frames(&ws.get_ref().0.written).len(), 5);
+        assert_eq!(ws.get_ref().0.flush_calls, 1);
+    }
+}
