@@ -202,20 +202,55 @@ async fn server_options_take_a_policy() {
     }
 }
 
+/// An HTTP/2 extended CONNECT to `ws://addr/ws` (`:authority` is
+/// `addr`) with `origin`, over hyper's client: the status, after checking
+/// the echo when it opened. For the hyper and axum servers alike.
+#[cfg(feature = "hyper")]
+async fn h2_status(addr: SocketAddr, origin: Option<&str>) -> u16 {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use tokio_lockgate::Message;
+
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let url = format!("ws://{addr}/ws");
+    let outcome = timeout(
+        LIMIT,
+        tokio_lockgate::upgrade::connect_h2::<http_body_util::Empty<hyper::body::Bytes>>(
+            &mut sender,
+            request(&url, origin),
+            tokio_lockgate::Config::default(),
+        ),
+    )
+    .await
+    .unwrap();
+    match outcome {
+        Ok((mut ws, response)) => {
+            assert_eq!(response.version(), tokio_lockgate::http::Version::HTTP_2);
+            ws.send(Message::text("over h2")).await.unwrap();
+            let echo = timeout(LIMIT, ws.read()).await.unwrap().unwrap();
+            assert_eq!(echo, Message::text("over h2"));
+            response.status().as_u16()
+        }
+        Err(Error::Http(response)) => response.status().as_u16(),
+        Err(other) => panic!("{other:?}"),
+    }
+}
+
 #[cfg(feature = "hyper")]
 mod hyper_upgrades {
     use std::convert::Infallible;
 
-    use http_body_util::{Empty, Full};
+    use http_body_util::Full;
     use hyper::body::{Bytes, Incoming};
     use hyper::service::service_fn;
     use hyper_util::rt::{TokioExecutor, TokioIo};
     use hyper_util::server::conn::auto;
-    use tokio_lockgate::http::{StatusCode, Version};
-    use tokio_lockgate::upgrade::{
-        UpgradeSettings, accept_response, accepted, check_request, connect_h2,
-    };
-    use tokio_lockgate::{Config, Message};
+    use tokio_lockgate::http::StatusCode;
+    use tokio_lockgate::upgrade::{UpgradeSettings, accept_response, accepted, check_request};
 
     use super::*;
 
@@ -271,35 +306,6 @@ mod hyper_upgrades {
             }
         });
         (addr, upgrades)
-    }
-
-    /// An HTTP/2 extended CONNECT to `ws://addr/ws` (`:authority` is
-    /// `addr`) with `origin`: the status, and an echo when it opened.
-    async fn h2_status(addr: SocketAddr, origin: Option<&str>) -> u16 {
-        let tcp = TcpStream::connect(addr).await.unwrap();
-        let (mut sender, connection) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-                .await
-                .unwrap();
-        tokio::spawn(connection);
-        let url = format!("ws://{addr}/ws");
-        let outcome = timeout(
-            LIMIT,
-            connect_h2::<Empty<Bytes>>(&mut sender, request(&url, origin), Config::default()),
-        )
-        .await
-        .unwrap();
-        match outcome {
-            Ok((mut ws, response)) => {
-                assert_eq!(response.version(), Version::HTTP_2);
-                ws.send(Message::text("over h2")).await.unwrap();
-                let echo = timeout(LIMIT, ws.read()).await.unwrap().unwrap();
-                assert_eq!(echo, Message::text("over h2"));
-                response.status().as_u16()
-            }
-            Err(Error::Http(response)) => response.status().as_u16(),
-            Err(other) => panic!("{other:?}"),
-        }
     }
 
     #[tokio::test]
@@ -383,12 +389,7 @@ mod axum_extractor {
     use axum::response::Response as AxumResponse;
     use axum::routing::any;
     use axum::{Extension, Router};
-    use http_body_util::Empty;
-    use hyper::body::Bytes;
-    use hyper_util::rt::{TokioExecutor, TokioIo};
     use tokio_lockgate::axum::{WebSocket, WebSocketUpgrade};
-    use tokio_lockgate::upgrade::connect_h2;
-    use tokio_lockgate::{Config, Message};
 
     use super::*;
 
@@ -417,34 +418,6 @@ mod axum_extractor {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
         (addr, runs)
-    }
-
-    async fn h2_status(addr: SocketAddr, origin: Option<&str>) -> u16 {
-        let tcp = TcpStream::connect(addr).await.unwrap();
-        let (mut sender, connection) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-                .await
-                .unwrap();
-        tokio::spawn(connection);
-        let url = format!("ws://{addr}/ws");
-        let outcome = timeout(
-            LIMIT,
-            connect_h2::<Empty<Bytes>>(&mut sender, request(&url, origin), Config::default()),
-        )
-        .await
-        .unwrap();
-        match outcome {
-            Ok((mut ws, response)) => {
-                ws.send(Message::text("x")).await.unwrap();
-                assert_eq!(
-                    timeout(LIMIT, ws.read()).await.unwrap().unwrap(),
-                    Message::text("x")
-                );
-                response.status().as_u16()
-            }
-            Err(Error::Http(response)) => response.status().as_u16(),
-            Err(other) => panic!("{other:?}"),
-        }
     }
 
     #[tokio::test]
