@@ -11,6 +11,8 @@ mod rate_limit;
 mod receive;
 mod send;
 mod state;
+#[cfg(test)]
+mod test_frames;
 mod timers;
 mod utf8_stream;
 

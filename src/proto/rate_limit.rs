@@ -744,34 +744,16 @@ impl WebSocketContext {
 mod tests {
     use bytes::{Buf, Bytes};
 
+    use crate::proto::test_frames::{client_frame, parse_frames};
+
     use super::*;
     use crate::config::Role;
     use crate::error::TimeoutKind;
-    use crate::frame::{CloseCode, FrameHeader, HeaderParse, OpCode};
+    use crate::frame::{CloseCode, OpCode};
     use crate::proto::drive::{Next, Operation};
 
     const SECOND: Duration = Duration::from_secs(1);
     const MS: Duration = Duration::from_millis(1);
-
-    /// A frame from a client (masked, with a zero key), as a server
-    /// context receives it.
-    fn client_frame(opcode: OpCode, payload: &[u8]) -> Vec<u8> {
-        let mut frame = vec![0x80 | opcode.as_u8()];
-        match payload.len() {
-            n @ 0..=125 => frame.push(0x80 | n as u8),
-            n @ 126..=0xffff => {
-                frame.push(0x80 | 126);
-                frame.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            n => {
-                frame.push(0x80 | 127);
-                frame.extend_from_slice(&(n as u64).to_be_bytes());
-            }
-        }
-        frame.extend_from_slice(&[0; 4]);
-        frame.extend_from_slice(payload);
-        frame
-    }
 
     fn server(config: Config) -> WebSocketContext {
         WebSocketContext::new(Role::Server, config.ping_interval(None))
@@ -788,6 +770,17 @@ mod tests {
     }
 
     impl Peer {
+        /// A peer that sends nothing more (what it sent was fed already).
+        fn silent(t0: Instant) -> Self {
+            Self {
+                t0,
+                every: Duration::ZERO,
+                size: 0,
+                count: 0,
+                fed: 0,
+            }
+        }
+
         fn flood(t0: Instant, every: Duration, size: usize) -> Self {
             Self {
                 t0,
@@ -824,6 +817,13 @@ mod tests {
         written: Vec<(OpCode, Vec<u8>)>,
         /// The simulated time when the run stopped.
         ended: Option<Instant>,
+    }
+
+    impl Run {
+        /// When each message was handed over, from `t0`.
+        fn times(&self, t0: Instant) -> Vec<Duration> {
+            self.delivered.iter().map(|(at, _)| *at - t0).collect()
+        }
     }
 
     /// Drives `ctx` as a driver would, in simulated time from `t0` to
@@ -881,12 +881,7 @@ mod tests {
             }
         }
         seen.ended = Some(now);
-        let mut rest = &wire[..];
-        while let Ok(HeaderParse::Complete(header, head)) = FrameHeader::parse(rest) {
-            let end = head + header.payload_len as usize;
-            seen.written.push((header.opcode, rest[head..end].to_vec()));
-            rest = &rest[end..];
-        }
+        seen.written = parse_frames(&wire);
         seen
     }
 
@@ -946,7 +941,7 @@ mod tests {
             fed: 0,
         };
         let seen = run(&mut ctx, &mut peer, t0, t0 + 3 * SECOND);
-        let times: Vec<Duration> = seen.delivered.iter().map(|(at, _)| *at - t0).collect();
+        let times = seen.times(t0);
         let ms = |n: u64| Duration::from_millis(n);
         // The burst at once, then one every 500 ms; the rest stay buffered.
         assert_eq!(
@@ -985,15 +980,9 @@ mod tests {
         ctx.feed(&client_frame(OpCode::Binary, &[0; 5000]));
         ctx.feed(&client_frame(OpCode::Binary, &[0; 100]));
         let _ = ctx.waiting(t0);
-        let mut peer = Peer {
-            t0,
-            every: Duration::ZERO,
-            size: 0,
-            count: 0,
-            fed: 0,
-        };
+        let mut peer = Peer::silent(t0);
         let seen = run(&mut ctx, &mut peer, t0, t0 + 10 * SECOND);
-        let times: Vec<Duration> = seen.delivered.iter().map(|(at, _)| *at - t0).collect();
+        let times = seen.times(t0);
         // 5000 bytes at once (the bucket was full), then 4000 bytes of
         // debt and 100 more: the next fits at 4.1 s.
         assert_eq!(times, [Duration::ZERO, Duration::from_millis(4100)]);
@@ -1080,13 +1069,7 @@ mod tests {
         ctx.feed(&client_frame(OpCode::Ping, b"b"));
         ctx.feed(&client_frame(OpCode::Close, &1000u16.to_be_bytes()));
         let _ = ctx.waiting(t0);
-        let mut peer = Peer {
-            t0,
-            every: Duration::ZERO,
-            size: 0,
-            count: 0,
-            fed: 0,
-        };
+        let mut peer = Peer::silent(t0);
         let seen = run(&mut ctx, &mut peer, t0, t0 + 5 * SECOND);
         let delivered: Vec<(Duration, Message)> = seen
             .delivered
@@ -1124,15 +1107,9 @@ mod tests {
         // message (due at 1 s) and no bytes.
         ctx.feed(&client_frame(OpCode::Binary, &[0; 1000]));
         ctx.feed(&client_frame(OpCode::Ping, b""));
-        let mut peer = Peer {
-            t0,
-            every: Duration::ZERO,
-            size: 0,
-            count: 0,
-            fed: 0,
-        };
+        let mut peer = Peer::silent(t0);
         let seen = run(&mut ctx, &mut peer, t0, t0 + 10 * SECOND);
-        let times: Vec<Duration> = seen.delivered.iter().map(|(at, _)| *at - t0).collect();
+        let times = seen.times(t0);
         assert_eq!(times, [Duration::ZERO, SECOND]);
         assert!(matches!(seen.delivered[1].1, Message::Ping(_)));
     }

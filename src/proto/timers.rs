@@ -221,9 +221,10 @@ mod tests {
 
     use super::*;
     use crate::config::{Config, Role};
-    use crate::frame::{FrameHeader, HeaderParse, OpCode, apply_mask};
+    use crate::frame::OpCode;
     use crate::message::Message;
     use crate::proto::drive::{Next, Operation};
+    use crate::proto::test_frames::{parse_frames, server_frame};
     use bytes::Buf;
 
     const SECOND: Duration = Duration::from_secs(1);
@@ -250,35 +251,13 @@ mod tests {
                 _ => break,
             }
         }
-        let mut frames = Vec::new();
-        let mut rest = &wire[..];
-        while !rest.is_empty() {
-            let Ok(HeaderParse::Complete(header, head_len)) = FrameHeader::parse(rest) else {
-                panic!("a frame cut short: {rest:?}");
-            };
-            let end = head_len + header.payload_len as usize;
-            let mut payload = rest[head_len..end].to_vec();
-            if let Some(mask) = header.mask {
-                apply_mask(&mut payload, mask);
-            }
-            frames.push((header.opcode, payload));
-            rest = &rest[end..];
-        }
-        frames
+        parse_frames(&wire)
     }
 
     /// The opcode of each frame [`drain_frames`] writes out.
     fn drain_opcodes(ctx: &mut WebSocketContext) -> Vec<u8> {
         let frames = drain_frames(ctx);
         frames.iter().map(|(opcode, _)| opcode.as_u8()).collect()
-    }
-
-    /// A frame from a server (unmasked), as a client context receives it.
-    fn server_frame(opcode: OpCode, payload: &[u8]) -> Vec<u8> {
-        assert!(payload.len() <= 125, "a short frame");
-        let mut frame = vec![0x80 | opcode.as_u8(), payload.len() as u8];
-        frame.extend_from_slice(payload);
-        frame
     }
 
     /// What the next read hands over from what was fed: a message, or
