@@ -3,11 +3,11 @@
 //! reach them per burst.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use metrics::{Counter, Gauge, Key, KeyName, Label, Metadata, Recorder, SharedString, Unit};
 
-use super::{By, HandshakeReason, RateLimitAction};
+use super::{By, HandshakeReason, PerRecorder, RateLimitAction};
 use crate::error::TimeoutKind;
 
 /// The metric names (an interface: dashboards and alerts use them).
@@ -292,17 +292,8 @@ fn describe(recorder: &dyn Recorder) {
     );
 }
 
-/// Handles registered with each recorder lockgate reported to, so that a
-/// count is an atomic add on a handle rather than a registry lookup.
-///
-/// Keyed by the recorder's address: a process usually sees two, the no-op
-/// recorder (before one is installed) and the global one. Each is found
-/// with a few loads, without a lock or a read-modify-write; past
-/// [`SLOTS`] recorders (thread-local recorders made over and over) the
-/// handles are registered on every use.
-static HANDLES: [OnceLock<(usize, Handles)>; SLOTS] = [const { OnceLock::new() }; SLOTS];
-
-const SLOTS: usize = 4;
+/// Handles registered with each recorder lockgate reports to.
+static HANDLES: PerRecorder<Handles> = PerRecorder::new();
 
 fn with_handles(f: impl FnOnce(&Handles)) {
     with_handles_of(|_, handles| f(handles));
@@ -310,14 +301,5 @@ fn with_handles(f: impl FnOnce(&Handles)) {
 
 /// The current recorder and its handles.
 fn with_handles_of(f: impl FnOnce(&dyn Recorder, &Handles)) {
-    metrics::with_recorder(|recorder| {
-        let id = std::ptr::from_ref(recorder).cast::<()>().addr();
-        for slot in &HANDLES {
-            let (key, handles) = slot.get_or_init(|| (id, Handles::register(recorder)));
-            if *key == id {
-                return f(recorder, handles);
-            }
-        }
-        f(recorder, &Handles::register(recorder));
-    });
+    HANDLES.with(Handles::register, f);
 }

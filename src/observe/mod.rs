@@ -85,6 +85,8 @@
 
 #[cfg(feature = "metrics")]
 pub(crate) mod counters;
+#[cfg(feature = "metrics")]
+mod per_recorder;
 #[cfg(feature = "tracing")]
 pub(crate) mod spans;
 
@@ -92,6 +94,8 @@ pub(crate) mod spans;
 pub(crate) use counters::Counters;
 #[cfg(feature = "metrics")]
 pub use counters::names;
+#[cfg(feature = "metrics")]
+pub use per_recorder::PerRecorder;
 #[cfg(feature = "tracing")]
 pub(crate) use spans::ConnectionSpan;
 

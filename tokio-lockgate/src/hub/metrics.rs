@@ -20,8 +20,7 @@
 //! waiting: exact without any shared count that publishers and
 //! connections would both update.
 
-use std::sync::OnceLock;
-
+use ::lockgate::observe::PerRecorder;
 use ::metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 
 use super::Published;
@@ -146,21 +145,9 @@ impl Handles {
     }
 }
 
-/// Handles registered once per recorder, keyed by its address, found with
-/// a few loads (as lockgate's own: see `lockgate::observe`).
-static HANDLES: [OnceLock<(usize, Handles)>; SLOTS] = [const { OnceLock::new() }; SLOTS];
-
-const SLOTS: usize = 4;
+/// Handles registered once per recorder, as lockgate's own.
+static HANDLES: PerRecorder<Handles> = PerRecorder::new();
 
 fn with_handles(f: impl FnOnce(&Handles)) {
-    ::metrics::with_recorder(|recorder| {
-        let id = std::ptr::from_ref(recorder).cast::<()>().addr();
-        for slot in &HANDLES {
-            let (key, handles) = slot.get_or_init(|| (id, Handles::register(recorder)));
-            if *key == id {
-                return f(handles);
-            }
-        }
-        f(&Handles::register(recorder));
-    });
+    HANDLES.with(Handles::register, |_, handles| f(handles));
 }
