@@ -210,16 +210,7 @@ async fn tls_connect(
 /// is not installed, unless `LOCKGATE_REQUIRE_CHROMIUM=1`.
 #[test]
 fn chromium_opens_the_websocket_over_http2() {
-    let installed = std::process::Command::new("chromium")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !installed {
-        assert!(
-            std::env::var_os("LOCKGATE_REQUIRE_CHROMIUM").is_none(),
-            "chromium is required (LOCKGATE_REQUIRE_CHROMIUM) but not installed"
-        );
-        eprintln!("skipped: chromium is not installed");
+    if !support::chromium_installed() {
         return;
     }
     let addr = free_address();

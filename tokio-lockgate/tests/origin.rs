@@ -556,16 +556,7 @@ ws.onerror = () => report("echo failed");
 
     #[test]
     fn chromium_pages_of_other_origins_need_allowing() {
-        let installed = std::process::Command::new("chromium")
-            .arg("--version")
-            .output()
-            .is_ok_and(|output| output.status.success());
-        if !installed {
-            assert!(
-                std::env::var_os("LOCKGATE_REQUIRE_CHROMIUM").is_none(),
-                "chromium is required (LOCKGATE_REQUIRE_CHROMIUM) but not installed"
-            );
-            eprintln!("skipped: chromium is not installed");
+        if !crate::support::chromium_installed() {
             return;
         }
         assert_eq!(page_report(|_| Vec::new()), "echo failed");

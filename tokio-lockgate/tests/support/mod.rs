@@ -85,3 +85,21 @@ pub fn poll_once<F: std::future::Future>(future: F) -> Poll<F::Output> {
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))
 }
+
+/// Whether Debian's `chromium` runs here, for the tests a real browser
+/// drives. Missing, it is a skip with a note, or a failure when
+/// `LOCKGATE_REQUIRE_CHROMIUM` is set (as the test command sets it).
+pub fn chromium_installed() -> bool {
+    let installed = std::process::Command::new("chromium")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !installed {
+        assert!(
+            std::env::var_os("LOCKGATE_REQUIRE_CHROMIUM").is_none(),
+            "chromium is required (LOCKGATE_REQUIRE_CHROMIUM) but not installed"
+        );
+        eprintln!("skipped: chromium is not installed");
+    }
+    installed
+}
