@@ -115,7 +115,9 @@ fn server_headers_answers_with_its_custom_header() {
     // The example's own client dials as soon as the server task is
     // spawned, before it may have bound the port, and then panics with
     // "Can't connect" (upstream's race, seen with tungstenite too): the
-    // program is started again then, a few times at most.
+    // program is started again then, a bounded number of times. On a
+    // loaded 2-core machine the client won the race 5 times in a row
+    // once; each lost attempt costs a few milliseconds.
     let mut attempts = 0;
     let mut program = loop {
         attempts += 1;
@@ -128,8 +130,8 @@ fn server_headers_answers_with_its_custom_header() {
         if !line.contains("Can't connect") {
             break program;
         }
-        if attempts == 5 {
-            program.fail("its client could not connect to its server, 5 times");
+        if attempts == 20 {
+            program.fail("its client could not connect to its server, 20 times");
         }
     };
     program.wait_listening(8080);
