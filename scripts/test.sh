@@ -58,12 +58,24 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p tokio-lockgate --features axum
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate -p tokio-lockgate --all-features
 
 step "cargo package: both crates package and build from what they ship"
-# A target directory of its own, new each time: cargo takes a packaged
-# crate for immutable, so a lockgate 0.1.0 built from an earlier run's
-# package would stand in for this one.
-rm -rf target/package-check
-cargo package -p lockgate -p tokio-lockgate --allow-dirty --target-dir target/package-check
-rm -rf target/package-check
+# cargo verifies tokio-lockgate against the lockgate it just packaged,
+# through a local registry in the target directory, and unpacks that
+# registry's crates under $CARGO_HOME/registry/src/-<hash of its path>. An
+# unpacked crate is never unpacked again, so a fixed target directory on a
+# machine that keeps $CARGO_HOME (a CI host checking out to the same path
+# every run) verifies against an earlier run's lockgate. A new directory
+# each run gives a new hash; its unpacked copies are removed afterwards.
+mkdir -p target
+package_dir=$(mktemp -d "$PWD/target/package-check.XXXXXX")
+cargo package -p lockgate -p tokio-lockgate --allow-dirty --target-dir "$package_dir"
+rm -rf "$package_dir"
+for unpacked in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/; do
+    [ -d "$unpacked" ] || continue
+    # Local registries only hold what `cargo package` put there: ours.
+    if [ -z "$(ls -A "$unpacked" | grep -v -E '^(tokio-)?lockgate-')" ]; then
+        rm -rf "$unpacked"
+    fi
+done
 
 step "cargo build and test, lockgate without default features (no permessage-deflate)"
 cargo build -p lockgate --no-default-features
