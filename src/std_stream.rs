@@ -25,6 +25,8 @@ pub type ReadTimeoutFn<S> = fn(&S, Option<Duration>) -> io::Result<()>;
 pub(crate) trait StdSocket {
     fn read_timeout(&self) -> io::Result<Option<Duration>>;
     fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
+    fn write_timeout(&self) -> io::Result<Option<Duration>>;
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
     /// The peer's IP address, for the connection's span.
     #[cfg(feature = "tracing")]
     fn peer_addr(&self) -> Option<std::net::SocketAddr>;
@@ -38,6 +40,12 @@ macro_rules! std_socket {
             }
             fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
                 <$type>::set_read_timeout(self, timeout)
+            }
+            fn write_timeout(&self) -> io::Result<Option<Duration>> {
+                <$type>::write_timeout(self)
+            }
+            fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+                <$type>::set_write_timeout(self, timeout)
             }
             #[cfg(feature = "tracing")]
             fn peer_addr(&self) -> Option<std::net::SocketAddr> {
@@ -326,6 +334,45 @@ impl<S> ReadTimer<S> {
 }
 
 impl<S> ReadTimer<S> {
+    /// Bounds the writes a read owes (a pong, a close reply, a keepalive
+    /// ping) by `deadline`, as the read itself is bounded: a peer that
+    /// stops reading must not keep a blocking `read` from its keepalive
+    /// and close deadlines. Sets the write timeout of a socket lockgate
+    /// knows and whose caller set none; returns whether it did, so that
+    /// [`unbound_write`](Self::unbound_write) takes it back after the
+    /// write (a `write` or `flush` of the caller is never bounded).
+    ///
+    /// # Errors
+    ///
+    /// The socket's.
+    pub(crate) fn bound_write(
+        &self,
+        stream: &S,
+        deadline: Instant,
+        now: Instant,
+    ) -> io::Result<bool> {
+        let Some(socket) = self.socket(stream) else {
+            return Ok(false);
+        };
+        if socket.write_timeout()?.is_some() {
+            return Ok(false);
+        }
+        socket.set_write_timeout(Some(until(deadline, now)))?;
+        Ok(true)
+    }
+
+    /// Takes back the write timeout [`bound_write`](Self::bound_write) set.
+    ///
+    /// # Errors
+    ///
+    /// The socket's.
+    pub(crate) fn unbound_write(&self, stream: &S) -> io::Result<()> {
+        match self.socket(stream) {
+            Some(socket) => socket.set_write_timeout(None),
+            None => Ok(()),
+        }
+    }
+
     /// Takes back a read timeout this timer set (a caller's own stays).
     pub(crate) fn disarm(&mut self, stream: &S) -> io::Result<()> {
         self.arm(stream, None, Instant::now())

@@ -1,7 +1,7 @@
 //! [`WebSocket`]: the `std::io` driver.
 
 use std::io::{self, IoSlice, Read, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Buf;
 
@@ -37,9 +37,12 @@ const MAX_IOVECS: usize = 64;
 /// Keepalive pings, the keepalive timeout and the close timeout
 /// ([`Config::ping_interval`], [`Config::ping_timeout`],
 /// [`Config::close_timeout`]) are honoured while [`read`](Self::read)
-/// waits. On a `TcpStream` (or `UnixStream`) without a read timeout of its
-/// own, the driver sets the stream's read timeout to the next deadline and
-/// shuts down the write side after the closing handshake. Any other
+/// waits, also for room to send a pong or close reply to a peer that
+/// stopped reading. On a `TcpStream` (or `UnixStream`, or TLS over a
+/// `TcpStream`) without a read timeout of its own, the driver sets the
+/// stream's read timeout to the next deadline (and, while a read writes
+/// what it owes, the write timeout, unless the caller set one) and shuts
+/// down the write side after the closing handshake. Any other
 /// stream: give the driver its read timeout with
 /// [`set_read_timeout_fn`](Self::set_read_timeout_fn), or make sure
 /// `read` is called again by [`deadline`](Self::deadline) (a read that
@@ -428,8 +431,11 @@ impl<S: Read + Write> WebSocket<S> {
             let outcome = match next {
                 Next::Message(msg) => return Ok(Some(msg)),
                 Next::Done => return Ok(None),
+                Next::Transmit | Next::Flush if op == Operation::Read => {
+                    self.owed_output_within_deadline(&next)
+                }
                 Next::Transmit => self.transmit(),
-                Next::Flush => self.stream.flush().map(|()| self.context.flushed()),
+                Next::Flush => self.flush_stream(),
                 Next::Receive => self.receive(),
                 Next::Wait => {
                     self.wait();
@@ -451,7 +457,12 @@ impl<S: Read + Write> WebSocket<S> {
             let go_on = is_timeout(&error)
                 && match next {
                     Next::Receive => self.deadline_passed(),
-                    _ => !self.context.write_would_block(op),
+                    // A read blocked on owed output still honours its
+                    // deadlines (the write was bounded by the next one).
+                    _ => {
+                        !self.context.write_would_block(op)
+                            || (op == Operation::Read && self.deadline_passed())
+                    }
                 };
             if !go_on {
                 return Err(self.context.io_error(error));
@@ -484,6 +495,44 @@ impl<S: Read + Write> WebSocket<S> {
             }
             self.context.handle_timeout(Instant::now().max(deadline));
         }
+    }
+
+    /// The output a read owes (a pong, a close reply, a keepalive ping,
+    /// and any data ahead of it), written or flushed no later than the
+    /// next deadline where the stream allows it, as the tokio driver does:
+    /// a write that cannot finish by then reports would-block, the read
+    /// reads on, and the deadline is handled (the keepalive timeout fails a
+    /// peer that neither reads nor sends). The close frame of a connection
+    /// that already failed is best effort: it may take `close_timeout`, at
+    /// most [`BEST_EFFORT_CLOSE`], before the failure is reported.
+    fn owed_output_within_deadline(&mut self, next: &Next) -> io::Result<()> {
+        let now = Instant::now();
+        let deadline = match self.context.waiting(now) {
+            Some(deadline) => Some(deadline),
+            None if self.context.is_terminated() => {
+                let close_timeout = self.context.config().get_close_timeout();
+                Some(now + close_timeout.map_or(BEST_EFFORT_CLOSE, |t| t.min(BEST_EFFORT_CLOSE)))
+            }
+            None => None,
+        };
+        let bounded = match deadline {
+            Some(deadline) => self.read_timer.bound_write(&self.stream, deadline, now)?,
+            None => false,
+        };
+        let outcome = match next {
+            Next::Transmit => self.transmit(),
+            _ => self.flush_stream(),
+        };
+        if bounded {
+            self.read_timer.unbound_write(&self.stream)?;
+        }
+        outcome
+    }
+
+    fn flush_stream(&mut self) -> io::Result<()> {
+        self.stream.flush()?;
+        self.context.flushed();
+        Ok(())
     }
 
     /// One write of the pending output, vectored when it spans several
@@ -522,6 +571,11 @@ impl<S: Read + Write> WebSocket<S> {
         Ok(())
     }
 }
+
+/// The longest a read waits to send the close frame of a connection that
+/// already failed before reporting the failure: a peer that reads takes it
+/// at once, and one that does not must not hold the caller.
+const BEST_EFFORT_CLOSE: Duration = Duration::from_secs(1);
 
 /// A read or write that did not happen for lack of data, room or time.
 fn is_timeout(error: &io::Error) -> bool {

@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 
 use lockgate::frame::OpCode;
 use lockgate::{CloseCode, Config, Error, Message, WebSocket};
-use support::{RawPeer, client_frame, has_close, silent_peer_cases, summary};
+use support::{
+    RawPeer, STALLED_OUTPUT, client_frame, has_close, silent_peer_cases, stalled_peer_cases,
+    summary,
+};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -55,7 +58,12 @@ struct HangGuard {
 
 impl HangGuard {
     fn new(peer: &RawPeer) -> Self {
-        let socket = peer.stream.try_clone().unwrap();
+        Self::on(peer.stream.try_clone().unwrap())
+    }
+
+    /// Shuts `socket` down instead: the driver's own, for a driver blocked
+    /// writing (a shut-down peer may still leave our writes waiting).
+    fn on(socket: TcpStream) -> Self {
         let (disarm, disarmed) = mpsc::channel::<()>();
         let thread = thread::spawn(move || {
             if disarmed.recv_timeout(HANG) == Err(mpsc::RecvTimeoutError::Timeout) {
@@ -105,6 +113,33 @@ fn a_silent_peer_fails_the_read_with_a_timeout() {
             case.peer_receives,
             "{name}: {received:?}"
         );
+    }
+}
+
+#[test]
+fn a_read_blocked_on_owed_output_still_fails_on_its_deadline() {
+    for case in stalled_peer_cases() {
+        let name = case.name;
+        let (mut ws, mut peer) = server_and_raw_peer(case.config);
+        ws.write(Message::binary(vec![0; STALLED_OUTPUT])).unwrap();
+        assert_eq!(ws.buffered_output(), STALLED_OUTPUT + 10, "{name}: queued");
+        peer.stream.write_all(&case.trigger).unwrap();
+        let guard = HangGuard::on(ws.get_ref().try_clone().unwrap());
+        let start = Instant::now();
+        // The frame that owes the answer is returned (its answer still
+        // owed), then the next read fails.
+        let trigger = ws.read();
+        let result = ws.read();
+        let took = start.elapsed();
+        drop(guard);
+        assert!(trigger.is_ok(), "{name}: {trigger:?}");
+        match result {
+            Err(Error::Timeout(kind)) if kind == case.kind => {}
+            other => panic!("{name}: {other:?} after {took:?}"),
+        }
+        assert!(took < case.within, "{name}: failed late, {took:?}");
+        // Some of the output stayed behind: the write really was blocked.
+        assert!(ws.buffered_output() > 0, "{name}: everything went out");
     }
 }
 

@@ -19,7 +19,10 @@ pub use counting_alloc::{CountingAlloc, HeapUse};
 pub use handshake_peers::*;
 /// Its former name (tokio-lockgate's `tls.rs` uses it).
 pub use proxies as tinyproxy;
-pub use raw_peer::{PING_THEN_1011, RawPeer, Received, SilentPeerCase, silent_peer_cases};
+pub use raw_peer::{
+    PING_THEN_1011, RawPeer, Received, STALLED_OUTPUT, SilentPeerCase, StalledPeerCase,
+    silent_peer_cases, stalled_peer_cases,
+};
 
 use std::cell::RefCell;
 use std::collections::VecDeque;

@@ -156,3 +156,54 @@ pub fn silent_peer_cases() -> [SilentPeerCase; 2] {
         },
     ]
 }
+
+/// A peer that stops reading while our out buffer holds far more than the
+/// sockets can take, then sends `trigger` and goes silent: the read that
+/// owes the answer (and the data queued ahead of it) cannot write it, and
+/// must still fail on its deadline, in every driver.
+pub struct StalledPeerCase {
+    pub name: &'static str,
+    /// With the out buffer never written out by `write`.
+    pub config: Config,
+    /// The one frame the peer sends (masked), which the read owes an
+    /// answer to.
+    pub trigger: Vec<u8>,
+    pub kind: TimeoutKind,
+    /// Generous: the rule says about `within / 3`.
+    pub within: Duration,
+}
+
+/// Queued before the read: far beyond loopback socket buffers (a few MiB).
+pub const STALLED_OUTPUT: usize = 32 << 20;
+
+pub fn stalled_peer_cases() -> [StalledPeerCase; 2] {
+    let unwritten = |config: Config| {
+        config
+            .write_buffer_size(usize::MAX)
+            .max_write_buffer_size(usize::MAX)
+    };
+    [
+        StalledPeerCase {
+            name: "keepalive: a pong owed behind queued data, the peer silent",
+            config: unwritten(
+                Config::default()
+                    .ping_interval(Some(SECOND))
+                    .ping_timeout(Some(SECOND)),
+            ),
+            trigger: super::client_frame(OpCode::Ping, b"are you there"),
+            kind: TimeoutKind::Keepalive,
+            within: 6 * SECOND,
+        },
+        StalledPeerCase {
+            name: "close: a close reply owed behind queued data",
+            config: unwritten(
+                Config::default()
+                    .ping_interval(None)
+                    .close_timeout(Some(500 * MS)),
+            ),
+            trigger: super::client_frame(OpCode::Close, &1000u16.to_be_bytes()),
+            kind: TimeoutKind::Close,
+            within: 3 * SECOND,
+        },
+    ]
+}

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use lockgate::frame::OpCode;
 use support::{
-    PING_THEN_1011, RawPeer, client_frame, has_close, parse_frames, silent_peer_cases, summary,
+    PING_THEN_1011, RawPeer, STALLED_OUTPUT, client_frame, has_close, parse_frames,
+    silent_peer_cases, stalled_peer_cases, summary,
 };
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -87,6 +88,33 @@ async fn a_silent_peer_fails_the_read_with_a_timeout() {
             case.peer_receives,
             "{name}: {received:?}"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_read_blocked_on_owed_output_still_fails_on_its_deadline() {
+    for case in stalled_peer_cases() {
+        let name = case.name;
+        let (mut ws, mut peer) = server_and_raw_peer(case.config).await;
+        ws.write(Message::binary(vec![0; STALLED_OUTPUT]))
+            .await
+            .unwrap();
+        assert_eq!(ws.buffered_output(), STALLED_OUTPUT + 10, "{name}: queued");
+        std::io::Write::write_all(&mut peer.stream, &case.trigger).unwrap();
+        let start = Instant::now();
+        // The frame that owes the answer is returned (its answer still
+        // owed), then the next read fails.
+        let trigger = timeout(HANG, ws.read()).await;
+        let result = timeout(HANG, ws.read()).await;
+        let took = start.elapsed();
+        assert!(matches!(trigger, Ok(Ok(_))), "{name}: {trigger:?}");
+        match result {
+            Ok(Err(Error::Timeout(kind))) if kind == case.kind => {}
+            other => panic!("{name}: {other:?} after {took:?}"),
+        }
+        assert!(took < case.within, "{name}: failed late, {took:?}");
+        // Some of the output stayed behind: the write really was blocked.
+        assert!(ws.buffered_output() > 0, "{name}: everything went out");
     }
 }
 

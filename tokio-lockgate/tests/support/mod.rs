@@ -15,10 +15,10 @@ use std::task::{Context, Poll, Waker};
 
 pub use core_support::{
     CountingAlloc, DEADLINE, FlushStep, HeapUse, MockStream, PING_THEN_1011, RawPeer, ReadStep,
-    Received, SOON, SilentPeerCase, WireFrame, WriteStep, answer_once, client_frame,
-    deadline_config, frame, has_close, not_a_request, not_a_response, parse_frames,
-    read_until_closed, send_and_read_answer, server_frame, silent_client, silent_peer_cases,
-    summary,
+    Received, SOON, STALLED_OUTPUT, SilentPeerCase, StalledPeerCase, WireFrame, WriteStep,
+    answer_once, client_frame, deadline_config, frame, has_close, not_a_request, not_a_response,
+    parse_frames, read_until_closed, send_and_read_answer, server_frame, silent_client,
+    silent_peer_cases, stalled_peer_cases, summary,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
