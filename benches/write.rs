@@ -4,8 +4,7 @@
 
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use lockgate_kit as support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 #   stunnel4    TLS in front of tinyproxy: https:// proxies
 #   microsocks  SOCKS5 with optional username/password: socks5://, socks5h://
 #
-# The tests start their own instances on 127.0.0.1 (tests/support/proxies.rs),
+# The tests start their own instances on 127.0.0.1 (kit/src/proxies.rs),
 # never the packages' services. Idempotent and quiet on success. apt-get's
 # package lists are updated only when an install fails without it
 # (scripts/install-debian-package.sh): on a fresh machine, by the first

@@ -27,6 +27,24 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 (cd fuzz && cargo fmt -- --check)
 
+if $quick; then
+    step "quick: cargo clippy -D warnings (default features; TLS, axum, metrics and tracing)"
+    cargo clippy --all-targets -- -D warnings
+    cargo clippy -p lockgate --all-targets --features rustls-tls-webpki-roots,native-tls,url,metrics,tracing -- -D warnings
+    cargo clippy -p tokio-lockgate --all-targets --features axum,rustls,native-tls,metrics,tracing -- -D warnings
+
+    step "quick: cargo test (unit, integration, doc tests of both crates)"
+    cargo test -p lockgate -p tokio-lockgate
+    cargo test -p lockgate -p tokio-lockgate --features lockgate/metrics,lockgate/tracing,tokio-lockgate/metrics,tokio-lockgate/tracing --lib --test metrics --test rate_limits
+
+    step "quick: fuzz smoke, seeds up to date and every target for a few seconds"
+    (cd fuzz && cargo run --quiet --example gen_corpus -- --check)
+    FUZZ_SECONDS_PER_TARGET=${FUZZ_SECONDS_PER_TARGET:-4} bash scripts/fuzz.sh
+
+    step "done (quick tier)"
+    exit 0
+fi
+
 step "cargo clippy -D warnings (default features, TLS, no default features, bench-peers, interop)"
 cargo clippy --all-targets -- -D warnings
 cargo clippy -p tokio-lockgate --all-targets --features rustls -- -D warnings

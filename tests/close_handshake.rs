@@ -1,7 +1,7 @@
 //! The closing handshake (RFC 6455 sections 5.5.1 and 7): who sends what,
 //! what `read` reports, and what is refused afterwards.
 
-mod support;
+use lockgate_kit as support;
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;

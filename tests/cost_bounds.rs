@@ -4,7 +4,7 @@
 //! as ratios between runs in the same process (the same bytes framed
 //! differently, or twice the bytes), never as an absolute.
 
-mod support;
+use lockgate_kit as support;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};

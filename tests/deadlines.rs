@@ -9,7 +9,7 @@
 //! guarantee (the clock starts before the `read` that arms the first
 //! deadline); upper bounds are generous, for a loaded machine.
 
-mod support;
+use lockgate_kit as support;
 
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

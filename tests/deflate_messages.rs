@@ -4,7 +4,7 @@
 //! Tests of compression itself need the `deflate` feature; the rest also run
 //! without it, where nothing is negotiated or compressed (the last test).
 
-mod support;
+use lockgate_kit as support;
 
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::frame::OpCode;

@@ -1,7 +1,7 @@
 //! Messages that arrive in pieces (RFC 6455 section 5.4): fragments, control
 //! frames between them, and frames split across socket reads.
 
-mod support;
+use lockgate_kit as support;
 
 use lockgate::frame::OpCode;
 use lockgate::{Bytes, CapacityError, Config, Error, Message, Role, WebSocket, WebSocketContext};

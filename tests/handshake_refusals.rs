@@ -4,7 +4,7 @@
 //! with an HTTP error and closes the connection). Real sockets on
 //! 127.0.0.1; the peers are in `support`.
 
-mod support;
+use lockgate_kit as support;
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};

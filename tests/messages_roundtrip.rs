@@ -1,7 +1,7 @@
 //! Messages sent by one end arrive intact at the other, in both directions,
 //! at every payload length boundary; clients mask, servers do not.
 
-mod support;
+use lockgate_kit as support;
 
 use lockgate::frame::OpCode;
 use lockgate::{Bytes, Config, Error, Message, ProtocolError, Role, WebSocket};

@@ -2,9 +2,8 @@
 //! `tracing` feature, to `tracing`): exact counts for known workloads,
 //! read from a debugging recorder. Run with `--features metrics,tracing`.
 
-#[path = "support/observe.rs"]
-mod observe_support;
-mod support;
+use lockgate_kit as support;
+use lockgate_kit::observe as observe_support;
 
 use std::time::{Duration, Instant};
 

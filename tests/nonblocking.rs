@@ -1,7 +1,7 @@
 //! Non-blocking streams: partial writes, `WouldBlock` and `Interrupted` at
 //! every point lose nothing and duplicate nothing.
 
-mod support;
+use lockgate_kit as support;
 
 use lockgate::frame::OpCode;
 use lockgate::{Config, Error, Message, Role, WebSocket};

@@ -2,7 +2,7 @@
 //! every role and compression setting, while the encoding (and, without
 //! context takeover, the compression) is shared between connections.
 
-mod support;
+use lockgate_kit as support;
 
 use lockgate::deflate::{DeflateConfig, DeflateParams};
 use lockgate::{

@@ -3,7 +3,7 @@
 //! over afterwards. Each case runs on the sans-IO context and on the
 //! `WebSocket` driver over a mock stream.
 
-mod support;
+use lockgate_kit as support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

@@ -9,7 +9,7 @@
 //!
 //! The `wss://` and `https://` cases need `--features rustls`.
 
-mod support;
+use lockgate_kit as support;
 
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -23,6 +23,10 @@ use support::proxies::{
 };
 
 /// The credentials the proxies require, when they require any.
+/// The driver under test speaks TLS: the `https://` proxy and `wss://`
+/// cases run.
+const TLS: bool = cfg!(feature = "rustls");
+
 const CREDENTIALS: (&str, &str) = ("alice", "wonder");
 
 /// Options with a generous handshake deadline and, with the `rustls`
@@ -32,7 +36,9 @@ fn options(ca: &TestCa) -> ClientOptions {
     let options = ClientOptions::new()
         .config(Config::default().handshake_timeout(Some(Duration::from_secs(10))));
     #[cfg(feature = "rustls")]
-    let options = options.tls(ca.connector());
+    let options = options.tls(lockgate::Connector::Rustls(std::sync::Arc::new(
+        lockgate::dial::client_config(ca.roots()).unwrap(),
+    )));
     #[cfg(not(feature = "rustls"))]
     let _ = ca;
     options
@@ -145,7 +151,7 @@ fn missing_or_wrong_credentials_are_refused_naming_the_proxy() {
     let ca = TestCa::new();
     let server = EchoServer::plain();
     let url = server.url("ws", "127.0.0.1");
-    for kind in ProxyKind::testable() {
+    for kind in ProxyKind::testable(TLS) {
         let Some(proxy) = ProxyServer::start(kind, Some(CREDENTIALS), &ca) else {
             continue;
         };
@@ -257,7 +263,7 @@ fn silent_peers_are_cut_short_by_the_handshake_timeout() {
     let ca = TestCa::new();
     let silent = SilentPeer::start();
     let timeout = Duration::from_millis(500);
-    let routes = silent.routes();
+    let routes = silent.routes(TLS);
     for route in &routes {
         let config = Config::default().handshake_timeout(Some(timeout));
         let mut options = options(&ca).config(config);
@@ -283,7 +289,7 @@ fn silent_peers_are_cut_short_by_the_handshake_timeout() {
 
 #[test]
 fn proxy_from_env_honours_no_proxy() {
-    let fixture = ProxyEnvFixture::start();
+    let fixture = ProxyEnvFixture::start(TLS);
     let env = ProxyEnv::lock();
     for case in fixture.cases() {
         env.set(&case.vars());
@@ -362,7 +368,7 @@ fn dial_times() {
     const DIALS: usize = 50;
     let ca = TestCa::new();
     let servers = echo_servers(&ca);
-    let proxies: Vec<ProxyServer> = ProxyKind::testable()
+    let proxies: Vec<ProxyServer> = ProxyKind::testable(TLS)
         .into_iter()
         .filter_map(|kind| ProxyServer::start(kind, None, &ca))
         .collect();

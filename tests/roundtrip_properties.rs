@@ -6,9 +6,8 @@
 //! at random byte offsets, text inside multi-byte characters included, with
 //! pings between the fragments, reassemble to the original.
 
-#[path = "support/properties.rs"]
-mod properties;
-mod support;
+use lockgate_kit as support;
+use lockgate_kit::properties;
 
 use lockgate::deflate::DeflateParams;
 use lockgate::frame::OpCode;

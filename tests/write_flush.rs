@@ -1,7 +1,7 @@
 //! The write/flush contract: `write` queues, `flush` sends, `send` does both;
 //! only pongs and close replies are flushed implicitly.
 
-mod support;
+use lockgate_kit as support;
 
 use lockgate::frame::OpCode;
 use lockgate::{Config, Error, Message, Role, WebSocket};

@@ -14,9 +14,8 @@
 //!
 //! No pings are read, so no pong may be flushed implicitly.
 
-#[path = "support/properties.rs"]
-mod properties;
-mod support;
+use lockgate_kit as support;
+use lockgate_kit::properties;
 
 use std::fmt;
 

@@ -18,13 +18,10 @@ use lockgate::{
 
 // ----- heap accounting -----
 
-/// The counting allocator of the integration tests (one copy, shared):
-/// counts are per thread, and libFuzzer runs targets on one thread.
-#[path = "../../tests/support/counting_alloc.rs"]
-#[allow(dead_code, reason = "the tests use more of it than the targets")]
-mod counting_alloc;
-
-use counting_alloc::{CountingAlloc, HeapUse};
+// The counting allocator of the integration tests (one copy, in the
+// conformance kit): counts are per thread, and libFuzzer runs targets on
+// one thread.
+use lockgate_kit::{CountingAlloc, HeapUse};
 
 /// The global allocator of every fuzz target: `System`, counting the bytes
 /// in use and their peak. libFuzzer's own allocations (C++ `malloc`) are

@@ -7,7 +7,7 @@
 //! the built binary.
 #![cfg(unix)]
 
-mod support;
+use lockgate_kit as support;
 
 #[test]
 fn tokio_echo_server_backs_off_while_out_of_file_descriptors() {

@@ -6,7 +6,7 @@
 //! 426.
 #![cfg(feature = "axum")]
 
-mod support;
+use lockgate_kit as support;
 
 use std::sync::Arc;
 use std::time::Duration;

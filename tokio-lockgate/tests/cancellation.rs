@@ -5,7 +5,7 @@
 //! ready, so every await point where the stream says "not yet" is also a
 //! point where the future is cancelled.
 
-mod support;
+use lockgate_kit as support;
 
 use std::task::Poll;
 

@@ -10,7 +10,7 @@
 //! guarantee (the clock starts before the `read` that arms the first
 //! deadline); upper bounds are generous, for a loaded machine.
 
-mod support;
+use lockgate_kit as support;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! and the drain resolves by then. In-memory connections on a paused
 //! clock, except the axum extractor's (real sockets, no timing).
 
-mod support;
+use lockgate_kit as support;
 
 use std::time::Duration;
 

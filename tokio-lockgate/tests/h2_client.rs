@@ -15,7 +15,7 @@
 //! is `#[ignore]`d: run it with `--ignored --nocapture` for the medians.
 #![cfg(all(feature = "hyper", feature = "rustls"))]
 
-mod support;
+use lockgate_kit as support;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -47,6 +47,10 @@ use tokio_rustls::TlsAcceptor;
 use support::proxies::{Identity, ProxyKind, ProxyServer, TestCa};
 
 /// The most any one exchange may take.
+/// The driver under test speaks TLS: the `https://` proxy and `wss://`
+/// cases run.
+const TLS: bool = cfg!(feature = "rustls");
+
 const LIMIT: Duration = Duration::from_secs(20);
 
 /// The HTTP version of each upgrade a server accepted, and how many
@@ -207,7 +211,9 @@ async fn echo<S: AsyncRead + AsyncWrite + Unpin>(
 fn options(ca: &TestCa) -> ClientOptions {
     ClientOptions::new()
         .config(Config::default().handshake_timeout(Some(Duration::from_secs(10))))
-        .tls(ca.connector())
+        .tls(lockgate::Connector::Rustls(std::sync::Arc::new(
+            lockgate::dial::client_config(ca.roots()).unwrap(),
+        )))
 }
 
 /// A connector trusting `ca` with exactly these ALPN protocols.
@@ -389,7 +395,7 @@ async fn through_every_proxy_kind() {
     let ca = TestCa::new();
     let identity = ca.issue(&["localhost", "127.0.0.1"]);
     let mut server = Server::start(H2_WEBSOCKETS, &identity).await;
-    for kind in ProxyKind::testable() {
+    for kind in ProxyKind::testable(TLS) {
         let Some(proxy) = ProxyServer::start(kind, None, &ca) else {
             continue;
         };
@@ -474,7 +480,9 @@ async fn silent_servers_time_out_at_every_step() {
         let (addr, _server) = silent_server(silence, &identity).await;
         let options = ClientOptions::new()
             .config(Config::default().handshake_timeout(Some(deadline)))
-            .tls(ca.connector());
+            .tls(lockgate::Connector::Rustls(std::sync::Arc::new(
+                lockgate::dial::client_config(ca.roots()).unwrap(),
+            )));
         let started = Instant::now();
         let result = dial(&format!("wss://{addr}/ws"), options).await;
         let took = started.elapsed();

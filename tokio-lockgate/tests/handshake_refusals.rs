@@ -5,7 +5,7 @@
 //! 127.0.0.1; the misbehaving peers are the core's, from `support`, on
 //! blocking threads.
 
-mod support;
+use lockgate_kit as support;
 
 use std::net::TcpListener as StdListener;
 use std::time::Instant;

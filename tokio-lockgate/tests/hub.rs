@@ -2,7 +2,7 @@
 //! slow-consumer policy, unsubscribing on drop, and a subscriber that never
 //! reads costing at most its bound over real sockets.
 
-mod support;
+use lockgate_kit as support;
 
 use std::time::Duration;
 

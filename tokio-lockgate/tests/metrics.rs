@@ -3,8 +3,7 @@
 //! known workloads, read from a debugging recorder. Run with
 //! `--features metrics,tracing`.
 
-#[path = "../../tests/support/observe.rs"]
-mod observe_support;
+use lockgate_kit::observe as observe_support;
 
 use lockgate::observe::names;
 use observe_support::recorder;

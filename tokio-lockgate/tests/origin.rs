@@ -15,8 +15,6 @@
     reason = "callbacks return ErrorResponse by value, tungstenite's signature"
 )]
 
-mod support;
-
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -471,7 +469,7 @@ mod chromium {
     use std::io::{Read, Write};
     use std::sync::mpsc;
 
-    use super::support::programs::{Program, free_address};
+    use lockgate_kit::programs::{Program, free_address};
 
     /// Serves, on a port of its own, a page that opens `ws_url` and reports
     /// what happened to `/report`; the reports arrive on the receiver.
@@ -556,7 +554,7 @@ ws.onerror = () => report("echo failed");
 
     #[test]
     fn chromium_pages_of_other_origins_need_allowing() {
-        if !crate::support::chromium_installed() {
+        if !lockgate_kit::chromium_installed() {
             return;
         }
         assert_eq!(page_report(|_| Vec::new()), "echo failed");

@@ -9,7 +9,7 @@
 //!
 //! The `wss://` and `https://` cases need `--features rustls`.
 
-mod support;
+use lockgate_kit as support;
 
 use std::time::Duration;
 
@@ -26,6 +26,10 @@ use tokio_lockgate::{
 };
 
 /// The most any one connection attempt may take.
+/// The driver under test speaks TLS: the `https://` proxy and `wss://`
+/// cases run.
+const TLS: bool = cfg!(feature = "rustls");
+
 const LIMIT: Duration = Duration::from_secs(20);
 
 /// The credentials the proxies require, when they require any.
@@ -40,7 +44,9 @@ fn options(ca: &TestCa) -> ClientOptions {
     let options = ClientOptions::new()
         .config(Config::default().handshake_timeout(Some(Duration::from_secs(10))));
     #[cfg(feature = "rustls")]
-    let options = options.tls(ca.connector());
+    let options = options.tls(lockgate::Connector::Rustls(std::sync::Arc::new(
+        lockgate::dial::client_config(ca.roots()).unwrap(),
+    )));
     #[cfg(not(feature = "rustls"))]
     let _ = ca;
     options
@@ -190,7 +196,7 @@ async fn missing_or_wrong_credentials_are_refused_naming_the_proxy() {
     let ca = TestCa::new();
     let server = EchoServer::plain();
     let url = server.url("ws", "127.0.0.1");
-    for kind in ProxyKind::testable() {
+    for kind in ProxyKind::testable(TLS) {
         let Some(proxy) = ProxyServer::start(kind, Some(CREDENTIALS), &ca) else {
             continue;
         };
@@ -280,7 +286,7 @@ async fn silent_peers_are_cut_short_by_the_handshake_timeout() {
     let ca = TestCa::new();
     let silent = SilentPeer::start();
     let handshake_timeout = Duration::from_millis(500);
-    let routes = silent.routes();
+    let routes = silent.routes(TLS);
     for route in &routes {
         let config = Config::default().handshake_timeout(Some(handshake_timeout));
         let mut options = options(&ca).config(config);
@@ -306,7 +312,7 @@ async fn silent_peers_are_cut_short_by_the_handshake_timeout() {
 
 #[tokio::test]
 async fn proxy_from_env_honours_no_proxy() {
-    let fixture = ProxyEnvFixture::start();
+    let fixture = ProxyEnvFixture::start(TLS);
     let env = ProxyEnv::lock();
     for case in fixture.cases() {
         env.set(&case.vars());

@@ -4,7 +4,7 @@
 //! (or does not trust) that certificate. Every test is bounded in time.
 #![cfg(feature = "rustls")]
 
-mod support;
+use lockgate_kit as support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The write/flush contract through the async API and the Sink: feed many,
 //! flush once; only pongs and close replies are flushed implicitly.
 
-mod support;
+use lockgate_kit as support;
 
 use std::task::Poll;
 

@@ -231,3 +231,21 @@ fn failures_in(report: &str) -> u64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no failure count in {report:?}"))
 }
+
+/// Whether Debian's `chromium` runs here, for the tests a real browser
+/// drives. Missing, it is a skip with a note, or a failure when
+/// `LOCKGATE_REQUIRE_CHROMIUM` is set (as the test command sets it).
+pub fn chromium_installed() -> bool {
+    let installed = std::process::Command::new("chromium")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !installed {
+        assert!(
+            std::env::var_os("LOCKGATE_REQUIRE_CHROMIUM").is_none(),
+            "chromium is required (LOCKGATE_REQUIRE_CHROMIUM) but not installed"
+        );
+        eprintln!("skipped: chromium is not installed");
+    }
+    installed
+}

@@ -1,6 +1,4 @@
-//! The proptest settings of the property tests (`tests/*_properties.rs`),
-//! which include this file with `#[path]`: it is not part of `support`,
-//! whose other users (the tokio adapter's tests) have no proptest.
+//! The proptest settings of the property tests (`tests/*_properties.rs`).
 
 use proptest::prelude::ProptestConfig;
 use proptest::test_runner::FileFailurePersistence;
@@ -8,7 +6,7 @@ use proptest::test_runner::FileFailurePersistence;
 /// 64 cases unless `PROPTEST_CASES` asks for another number. A failing
 /// case is saved next to the test file (`*.proptest-regressions`) and tried
 /// first on later runs.
-pub(crate) fn proptest_config() -> ProptestConfig {
+pub fn proptest_config() -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|cases| cases.parse().ok())

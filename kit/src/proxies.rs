@@ -382,13 +382,13 @@ impl ProxyKind {
         matches!(self, ProxyKind::Socks5 | ProxyKind::Socks5h)
     }
 
-    /// Every kind this build of the tests can dial through: an `https://`
-    /// proxy needs the `rustls` feature (for the connector that trusts
-    /// it).
-    pub fn testable() -> Vec<ProxyKind> {
+    /// Every kind a driver can dial through: an `https://` proxy only if
+    /// it speaks `tls` (the tests' `rustls` feature, for the connector
+    /// that trusts it).
+    pub fn testable(tls: bool) -> Vec<ProxyKind> {
         ProxyKind::ALL
             .into_iter()
-            .filter(|kind| cfg!(feature = "rustls") || !kind.is_tls())
+            .filter(|kind| tls || !kind.is_tls())
             .collect()
     }
 }
@@ -396,7 +396,10 @@ impl ProxyKind {
 /// The programs behind one [`ProxyServer`], dropped (killed) with it.
 enum Programs {
     Http(TinyProxy),
-    Https(Stunnel, TinyProxy),
+    Https(
+        Stunnel,
+        #[allow(dead_code, reason = "held to be killed when dropped")] TinyProxy,
+    ),
     Socks(MicroSocks),
 }
 
@@ -616,7 +619,6 @@ impl EchoServer {
     }
 
     /// `wss://`, presenting `identity`.
-    #[cfg(feature = "rustls")]
     pub fn tls(identity: &Identity) -> EchoServer {
         let config = identity.server_config();
         let served = Arc::new(AtomicUsize::new(0));
@@ -699,15 +701,16 @@ impl SilentPeer {
     /// Every way a client can meet this peer: as the `wss://` server
     /// itself, and as each kind of proxy (the TLS ones with the `rustls`
     /// feature only).
-    pub fn routes(&self) -> Vec<SilentRoute> {
+    pub fn routes(&self, tls: bool) -> Vec<SilentRoute> {
         let address = self.address();
         let through = |kind: ProxyKind| SilentRoute {
             what: format!("a silent {} proxy", kind.scheme()),
             proxy: Some(format!("{}://{address}", kind.scheme())),
             url: "ws://localhost:9/".to_owned(),
         };
-        let mut routes: Vec<SilentRoute> = ProxyKind::testable().into_iter().map(through).collect();
-        if cfg!(feature = "rustls") {
+        let mut routes: Vec<SilentRoute> =
+            ProxyKind::testable(tls).into_iter().map(through).collect();
+        if tls {
             routes.push(SilentRoute {
                 what: "a silent TLS server".to_owned(),
                 proxy: None,
@@ -729,24 +732,22 @@ pub struct SilentRoute {
     pub url: String,
 }
 
-/// The rustls the core crate uses for `wss://`.
-#[cfg(feature = "rustls")]
-pub use lockgate::dial::rustls;
+/// The rustls of the tests' TLS servers (the same crate as the drivers').
+pub use rustls;
 
-#[cfg(feature = "rustls")]
 impl TestCa {
-    /// A connector trusting this CA alone (for the server and, through an
-    /// `https://` proxy, for the proxy too).
-    pub fn connector(&self) -> lockgate::Connector {
+    /// Roots trusting this CA alone (for the server and, through an
+    /// `https://` proxy, for the proxy too): give them to
+    /// `lockgate::dial::client_config` for a `Connector::Rustls`.
+    pub fn roots(&self) -> rustls::RootCertStore {
         let mut roots = rustls::RootCertStore::empty();
         roots
             .add(rustls::pki_types::CertificateDer::from(self.cert_der()))
             .unwrap();
-        lockgate::Connector::Rustls(Arc::new(lockgate::dial::client_config(roots).unwrap()))
+        roots
     }
 }
 
-#[cfg(feature = "rustls")]
 impl Identity {
     /// A rustls server configuration presenting this certificate.
     pub fn server_config(&self) -> Arc<rustls::ServerConfig> {
@@ -765,14 +766,12 @@ impl Identity {
 
 /// A `wss://` server for one connection that watches how the client ends
 /// the TLS session after the closing handshake.
-#[cfg(feature = "rustls")]
 pub struct TlsCloseWatch {
     port: u16,
     close_notify: std::sync::mpsc::Receiver<()>,
     server: JoinHandle<Result<u64, String>>,
 }
 
-#[cfg(feature = "rustls")]
 impl TlsCloseWatch {
     /// Serves one connection on 127.0.0.1 presenting `identity`: TLS, the
     /// WebSocket handshake, echo until the closing handshake; then the
@@ -875,8 +874,7 @@ pub struct ProxyEnvFixture {
     /// The CA of the `https://` proxy and the `wss://` server.
     pub ca: TestCa,
     ws: EchoServer,
-    #[cfg(feature = "rustls")]
-    wss: EchoServer,
+    wss: Option<EchoServer>,
     http: Option<ProxyServer>,
     socks5h: Option<ProxyServer>,
     https: Option<ProxyServer>,
@@ -908,19 +906,20 @@ impl EnvCase {
 impl ProxyEnvFixture {
     /// Starts the servers; a proxy whose program is missing is left out
     /// (after a note), and so are the cases that need it.
-    pub fn start() -> ProxyEnvFixture {
+    /// `tls`: the driver under test speaks TLS (the `https://` proxy and
+    /// `wss://` server, and their cases).
+    pub fn start(tls: bool) -> ProxyEnvFixture {
         let ca = TestCa::new();
         let http = ProxyServer::start(ProxyKind::Http, None, &ca);
         let socks5h = ProxyServer::start(ProxyKind::Socks5h, None, &ca);
-        let https = if cfg!(feature = "rustls") {
+        let https = if tls {
             ProxyServer::start(ProxyKind::Https, None, &ca)
         } else {
             None
         };
         ProxyEnvFixture {
             ws: EchoServer::plain(),
-            #[cfg(feature = "rustls")]
-            wss: EchoServer::tls(&ca.issue(&["localhost", "127.0.0.1"])),
+            wss: tls.then(|| EchoServer::tls(&ca.issue(&["localhost", "127.0.0.1"]))),
             ca,
             http,
             socks5h,
@@ -997,9 +996,8 @@ impl ProxyEnvFixture {
                 },
             ]);
         }
-        #[cfg(feature = "rustls")]
-        if let Some(https) = &self.https {
-            let wss = self.wss.port();
+        if let (Some(https), Some(wss_server)) = (&self.https, &self.wss) {
+            let wss = wss_server.port();
             cases.extend([
                 EnvCase {
                     what: "HTTPS_PROXY, not HTTP_PROXY, carries wss://",
@@ -1007,7 +1005,7 @@ impl ProxyEnvFixture {
                         ("HTTPS_PROXY", https.url(None)),
                         ("HTTP_PROXY", format!("http://127.0.0.1:{closed}")),
                     ],
-                    url: self.wss.url("wss", "localhost"),
+                    url: wss_server.url("wss", "localhost"),
                     via: https.port(),
                 },
                 EnvCase {
@@ -1016,7 +1014,7 @@ impl ProxyEnvFixture {
                         ("HTTPS_PROXY", https.url(None)),
                         ("NO_PROXY", format!("localhost:{wss}")),
                     ],
-                    url: self.wss.url("wss", "localhost"),
+                    url: wss_server.url("wss", "localhost"),
                     via: wss,
                 },
             ]);

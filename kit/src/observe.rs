@@ -1,9 +1,8 @@
 //! Test support for metrics and tracing (`tests/metrics.rs` of both
-//! crates, which include it by path): the process's recorder, a
+//! crates): the process's recorder, a
 //! `metrics-util` debugging recorder whose counts each test reads from
 //! zero while it holds it, and a `tracing` subscriber that keeps every
 //! span and event.
-#![allow(dead_code, unreachable_pub)]
 
 use std::collections::HashMap;
 use std::fmt;

@@ -1,25 +1,11 @@
-//! Test support for the tokio adapter: the core's scripted, counting,
-//! fault-injecting mock stream (shared, not copied) behind tokio's
-//! `AsyncRead`/`AsyncWrite`, where "would block" becomes `Pending`.
-#![allow(dead_code, unused_imports, unreachable_pub)]
-
-#[path = "../../../tests/support/mod.rs"]
-mod core_support;
-#[cfg(unix)]
-pub use core_support::programs;
-pub use core_support::{proxies, tinyproxy};
+//! The scripted mock stream behind tokio's `AsyncRead`/`AsyncWrite`, where
+//! "would block" becomes `Pending`.
 
 use std::io::{self, IoSlice, Read, Write};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-pub use core_support::{
-    CountingAlloc, DEADLINE, FlushStep, HeapUse, MockStream, PING_THEN_1011, RawPeer, ReadStep,
-    Received, SOON, STALLED_OUTPUT, SilentPeerCase, StalledPeerCase, WireFrame, WriteStep,
-    answer_once, client_frame, deadline_config, frame, has_close, not_a_request, not_a_response,
-    parse_frames, read_until_closed, send_and_read_answer, server_frame, silent_client,
-    silent_peer_cases, stalled_peer_cases, summary,
-};
+use crate::MockStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A [`MockStream`] as a tokio stream. `WouldBlock` from the script becomes
@@ -84,22 +70,4 @@ pub fn poll_once<F: std::future::Future>(future: F) -> Poll<F::Output> {
     future
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))
-}
-
-/// Whether Debian's `chromium` runs here, for the tests a real browser
-/// drives. Missing, it is a skip with a note, or a failure when
-/// `LOCKGATE_REQUIRE_CHROMIUM` is set (as the test command sets it).
-pub fn chromium_installed() -> bool {
-    let installed = std::process::Command::new("chromium")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !installed {
-        assert!(
-            std::env::var_os("LOCKGATE_REQUIRE_CHROMIUM").is_none(),
-            "chromium is required (LOCKGATE_REQUIRE_CHROMIUM) but not installed"
-        );
-        eprintln!("skipped: chromium is not installed");
-    }
-    installed
 }

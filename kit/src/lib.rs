@@ -1,28 +1,52 @@
-//! Shared test support: a scripted, fault-injecting, counting mock stream,
-//! an in-memory client/server pipe, frame builders/parsers, a raw TCP peer
-//! for tests over real sockets, handshake peers that misbehave over real
-//! sockets, a counting allocator for cost tests, and the examples run as
-//! processes (`programs`).
+//! lockgate's conformance kit: what every driver's tests share, in one
+//! crate instead of files included by path.
 //!
-//! Each integration test file uses `mod support;`; not every file uses every
-//! helper.
-#![allow(dead_code, unused_imports, unreachable_pub)]
+//! - A scripted, fault-injecting, counting mock stream ([`MockStream`]:
+//!   partial writes, would-block, interrupts, resets and end of stream at
+//!   chosen points), behind tokio's traits too ([`AsyncMock`], feature
+//!   `tokio`), and an in-memory client/server pair ([`pair`]).
+//! - Frame builders and parsers ([`client_frame`], [`parse_frames`]).
+//! - Peers over real sockets: a raw client that does only what a test says
+//!   ([`RawPeer`]), handshake peers that misbehave, and the cases both
+//!   drivers must pass against them ([`silent_peer_cases`],
+//!   [`stalled_peer_cases`], [`not_a_request`], [`not_a_response`]).
+//! - The counting allocator of the cost tests and fuzz targets
+//!   ([`CountingAlloc`]).
+//! - The examples run as processes ([`programs`]); proxies, TLS servers and
+//!   a test CA ([`proxies`], feature `tls`); the proptest settings
+//!   ([`properties`], feature `properties`); a `metrics` recorder and a
+//!   `tracing` subscriber ([`observe`], feature `observe`).
+//!
+//! A test file names it `support` (`use lockgate_kit as support;`); not
+//! every file uses every helper.
 
 mod counting_alloc;
 mod handshake_peers;
+#[cfg(feature = "observe")]
+pub mod observe;
 #[cfg(unix)]
 pub mod programs;
+#[cfg(feature = "properties")]
+pub mod properties;
+#[cfg(feature = "tls")]
 pub mod proxies;
 mod raw_peer;
+#[cfg(feature = "tokio")]
+mod tokio_mock;
 
 pub use counting_alloc::{CountingAlloc, HeapUse};
 pub use handshake_peers::*;
+#[cfg(unix)]
+pub use programs::chromium_installed;
 /// Its former name (tokio-lockgate's `tls.rs` uses it).
+#[cfg(feature = "tls")]
 pub use proxies as tinyproxy;
 pub use raw_peer::{
     PING_THEN_1011, RawPeer, Received, STALLED_OUTPUT, SilentPeerCase, StalledPeerCase,
     silent_peer_cases, stalled_peer_cases,
 };
+#[cfg(feature = "tokio")]
+pub use tokio_mock::{AsyncMock, poll_once};
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
