@@ -20,6 +20,7 @@
 //! A test file names it `support` (`use lockgate_kit as support;`); not
 //! every file uses every helper.
 
+pub mod conformance;
 mod counting_alloc;
 mod handshake_peers;
 #[cfg(feature = "observe")]

@@ -1,14 +1,76 @@
-//! The write/flush contract through the async API and the Sink: feed many,
-//! flush once; only pongs and close replies are flushed implicitly.
+//! The tokio driver against the conformance kit (kit/src/conformance): the
+//! write/flush contract and the closing handshake, the same cases every
+//! driver runs, each call polled once and dropped when pending (a
+//! cancelled call). Then what only the async API has: the Sink (feed many,
+//! flush once; `poll_ready` writes, never flushes), the Stream's end, and
+//! the split halves.
 
 use lockgate_kit as support;
 
+use std::future::Future;
 use std::task::Poll;
 
 use futures_util::{SinkExt, StreamExt};
 use lockgate::frame::OpCode;
+use support::conformance::{Connection, Driver, would_block};
 use support::{AsyncMock, MockStream, WriteStep, client_frame, parse_frames, poll_once};
-use tokio_lockgate::{Config, Error, Message, Role, WebSocketContext, WebSocketStream};
+use tokio_lockgate::{
+    CloseFrame, Config, Message, Result, Role, WebSocketContext, WebSocketStream,
+};
+
+/// [`WebSocketStream`] over the kit's mock.
+struct Tokio;
+
+struct TokioConnection(WebSocketStream<AsyncMock>);
+
+/// The call's outcome if it completes in one poll; would-block if not
+/// (the future is dropped, as a timeout around it would).
+fn at_once<T>(call: impl Future<Output = Result<T>>) -> Result<T> {
+    match poll_once(call) {
+        Poll::Ready(outcome) => outcome,
+        Poll::Pending => Err(would_block()),
+    }
+}
+
+impl Driver for Tokio {
+    type Connection = TokioConnection;
+
+    fn open(stream: MockStream, role: Role, config: Config) -> TokioConnection {
+        TokioConnection(WebSocketStream::from_context(
+            AsyncMock(stream),
+            WebSocketContext::new(role, config),
+        ))
+    }
+}
+
+impl Connection for TokioConnection {
+    fn read(&mut self) -> Result<Message> {
+        at_once(self.0.read())
+    }
+    fn write(&mut self, msg: Message) -> Result<()> {
+        at_once(self.0.write(msg))
+    }
+    fn flush(&mut self) -> Result<()> {
+        at_once(self.0.flush())
+    }
+    fn send(&mut self, msg: Message) -> Result<()> {
+        at_once(self.0.send(msg))
+    }
+    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        at_once(self.0.close(frame))
+    }
+    fn buffered_output(&self) -> usize {
+        self.0.buffered_output()
+    }
+    fn mock(&self) -> &MockStream {
+        &self.0.get_ref().0
+    }
+    fn mock_mut(&mut self) -> &mut MockStream {
+        &mut self.0.get_mut().0
+    }
+}
+
+support::conformance_suite!(Tokio);
 
 #[tokio::test]
 async fn sink_feed_hundred_thousand_then_flush_is_one_socket_flush() {
@@ -39,29 +101,6 @@ async fn sink_feed_hundred_thousand_then_flush_is_one_socket_flush() {
     }
 }
 
-#[tokio::test]
-async fn inherent_write_never_flushes_and_send_flushes_once() {
-    let mut ws = WebSocketStream::from_context(
-        AsyncMock::default(),
-        WebSocketContext::new(Role::Server, Config::default()),
-    );
-    for _ in 0..1000 {
-        ws.write(Message::binary(vec![1u8; 40])).await.unwrap();
-    }
-    assert_eq!(
-        ws.get_ref().0.write_calls,
-        0,
-        "below write_buffer_size nothing is written"
-    );
-    ws.send(Message::text("last")).await.unwrap();
-    assert_eq!(
-        ws.get_ref().0.write_calls,
-        1,
-        "one write for the whole batch"
-    );
-    assert_eq!(ws.get_ref().0.flush_calls, 1);
-}
-
 #[test]
 fn poll_ready_applies_backpressure_by_writing_not_flushing() {
     let mut mock = MockStream::new();
@@ -79,49 +118,6 @@ fn poll_ready_applies_backpressure_by_writing_not_flushing() {
     let mock = &ws.get_ref().0;
     assert_eq!(mock.written.len(), 204);
     assert_eq!(mock.flush_calls, 0, "poll_ready writes, it does not flush");
-}
-
-#[tokio::test]
-async fn write_buffer_full_hands_back_the_message() {
-    let config = Config::default()
-        .write_buffer_size(usize::MAX)
-        .max_write_buffer_size(1000);
-    let mut ws = WebSocketStream::from_context(
-        AsyncMock::default(),
-        WebSocketContext::new(Role::Server, config),
-    );
-    ws.write(Message::binary(vec![0u8; 900])).await.unwrap();
-    let msg = Message::text("y".repeat(200));
-    match ws.write(msg.clone()).await {
-        Err(Error::WriteBufferFull(back)) => assert_eq!(*back, msg),
-        other => panic!("{other:?}"),
-    }
-    ws.flush().await.unwrap();
-    ws.send(msg).await.unwrap();
-}
-
-#[tokio::test]
-async fn a_reader_that_never_writes_still_answers_pings_behind_queued_data() {
-    let mut mock = MockStream::new();
-    mock.push_input(client_frame(OpCode::Ping, b"ping 1"));
-    mock.push_input(client_frame(OpCode::Text, b"data"));
-    let mut ws = WebSocketStream::from_context(
-        AsyncMock(mock),
-        WebSocketContext::new(Role::Server, Config::default()),
-    );
-    ws.write(Message::text("unflushed")).await.unwrap();
-    assert_eq!(
-        ws.next().await.unwrap().unwrap(),
-        Message::Ping("ping 1".into())
-    );
-    assert_eq!(ws.next().await.unwrap().unwrap(), Message::text("data"));
-    let mock = &ws.get_ref().0;
-    assert_eq!(mock.flush_calls, 1, "the pong was flushed by the read side");
-    let kinds: Vec<_> = parse_frames(&mock.written)
-        .iter()
-        .map(|f| f.header.opcode)
-        .collect();
-    assert_eq!(kinds, [OpCode::Text, OpCode::Pong]);
 }
 
 #[tokio::test]

@@ -1,0 +1,155 @@
+//! The behaviour every driver must show, written once.
+//!
+//! A driver implements [`Driver`]: it opens a [`Connection`] over a
+//! scripted [`MockStream`] and runs each call to its end, or until the
+//! stream would block, which it reports as an [`Error::Io`] of kind
+//! `WouldBlock` (an async driver polls the call's future once, with a
+//! waker that does nothing, and drops it when it is pending: a cancelled
+//! call). Its test file then runs every case with
+//! [`conformance_suite!`](crate::conformance_suite):
+//!
+//! ```ignore
+//! lockgate_kit::conformance_suite!(lockgate_kit::conformance::Blocking);
+//! ```
+//!
+//! The cases: the write/flush contract ([`write_flush`]) and the closing
+//! handshake ([`closing`]). What needs real sockets and time (deadlines
+//! under a stalled or silent peer, handshake refusals) is shared as case
+//! tables instead ([`stalled_peer_cases`](crate::stalled_peer_cases),
+//! [`silent_peer_cases`](crate::silent_peer_cases),
+//! [`not_a_request`](crate::not_a_request)), which each driver's test
+//! drives with its own clock.
+
+pub mod closing;
+pub mod write_flush;
+
+use std::io;
+
+use lockgate::{CloseFrame, Config, Error, Message, Result, Role, WebSocket};
+
+use crate::MockStream;
+
+/// One connection of the driver under test, over a [`MockStream`].
+pub trait Connection {
+    /// Reads the next message.
+    fn read(&mut self) -> Result<Message>;
+    /// Queues `msg`; writes only what the contract allows.
+    fn write(&mut self, msg: Message) -> Result<()>;
+    /// Writes everything out and flushes the stream.
+    fn flush(&mut self) -> Result<()>;
+    /// `write`, then `flush`.
+    fn send(&mut self, msg: Message) -> Result<()>;
+    /// Starts the closing handshake.
+    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()>;
+    /// Bytes queued and not yet handed to the stream.
+    fn buffered_output(&self) -> usize;
+    /// The stream, to read what was written.
+    fn mock(&self) -> &MockStream;
+    /// The stream, to script what comes next.
+    fn mock_mut(&mut self) -> &mut MockStream;
+}
+
+/// A driver: how it opens a connection over a scripted stream.
+pub trait Driver {
+    /// Its connection.
+    type Connection: Connection;
+    /// A connection in `role` whose opening handshake is done.
+    fn open(stream: MockStream, role: Role, config: Config) -> Self::Connection;
+}
+
+/// The blocking driver, [`WebSocket`], over the mock as it is (the mock
+/// reports would-block as an error, like a non-blocking socket).
+#[derive(Debug)]
+pub struct Blocking;
+
+impl Driver for Blocking {
+    type Connection = WebSocket<MockStream>;
+
+    fn open(stream: MockStream, role: Role, config: Config) -> Self::Connection {
+        WebSocket::from_raw_socket(stream, role, config)
+    }
+}
+
+impl Connection for WebSocket<MockStream> {
+    fn read(&mut self) -> Result<Message> {
+        WebSocket::read(self)
+    }
+    fn write(&mut self, msg: Message) -> Result<()> {
+        WebSocket::write(self, msg)
+    }
+    fn flush(&mut self) -> Result<()> {
+        WebSocket::flush(self)
+    }
+    fn send(&mut self, msg: Message) -> Result<()> {
+        WebSocket::send(self, msg)
+    }
+    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        WebSocket::close(self, frame)
+    }
+    fn buffered_output(&self) -> usize {
+        WebSocket::buffered_output(self)
+    }
+    fn mock(&self) -> &MockStream {
+        self.get_ref()
+    }
+    fn mock_mut(&mut self) -> &mut MockStream {
+        self.get_mut()
+    }
+}
+
+/// The error a driver reports for a call that would block.
+pub fn would_block() -> Error {
+    Error::Io(io::ErrorKind::WouldBlock.into())
+}
+
+/// A server connection with the default configuration.
+fn server<D: Driver>(stream: MockStream) -> D::Connection {
+    D::open(stream, Role::Server, Config::default())
+}
+
+/// Runs `call` until it does not would-block (the stream's script ends
+/// its would-blocks), at most 100 times.
+fn until_done<T>(mut call: impl FnMut() -> Result<T>) -> T {
+    for _ in 0..100 {
+        match call() {
+            Ok(done) => return done,
+            Err(e) if e.is_would_block() => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    panic!("still would-block after 100 calls");
+}
+
+/// The `#[test]` functions running every case of the kit for `$driver`
+/// (a type implementing [`Driver`]).
+#[macro_export]
+macro_rules! conformance_suite {
+    ($driver:ty) => {
+        $crate::conformance_suite!(@cases $driver;
+            write_flush::many_writes_then_one_flush_cost_one_socket_flush,
+            write_flush::write_touches_the_socket_only_at_write_buffer_size,
+            write_flush::a_message_with_a_body_goes_out_in_one_write_call,
+            write_flush::write_buffer_full_hands_back_the_message_as_given_and_the_connection_survives,
+            write_flush::a_message_larger_than_the_whole_buffer_is_a_capacity_error,
+            write_flush::pong_is_flushed_on_the_next_read_even_behind_unflushed_data,
+            write_flush::only_the_newest_unsent_pong_is_kept,
+            write_flush::a_ping_read_while_writes_block_gets_its_pong_out_first_thing_after_unblocking,
+            write_flush::pong_is_flushed_by_the_next_write_too,
+            write_flush::reading_without_pings_never_writes_or_flushes,
+            write_flush::interrupted_and_would_block_flushes_are_retried_without_loss,
+            write_flush::a_write_after_a_flush_that_would_block_does_not_flush,
+            closing::read_eof_in_the_middle_is_a_reset_not_a_hang,
+            closing::the_peers_close_is_returned_echoed_and_ends_the_connection,
+            closing::our_close_is_flushed_and_the_peers_reply_ends_the_connection,
+            closing::a_close_reply_the_stream_cannot_take_is_sent_by_the_next_call,
+        );
+    };
+    (@cases $driver:ty; $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::$module::$case::<$driver>();
+            }
+        )*
+    };
+}
