@@ -13,8 +13,22 @@
 # A plain `cargo test` runs everything of the default members that needs
 # nothing but cargo: lockgate-interop, lockgate-fanout, lockgate-loadgen and
 # bench-peers are not default members, and are run here by name.
+#
+# `scripts/test.sh --quick` is the tier for a change in progress: formatting,
+# the main clippy builds, every unit, integration and doc test of both
+# crates (the proxy and browser tests skip when their programs are absent,
+# as in a plain `cargo test`) and a fuzz smoke of every target. It installs
+# nothing, and on 2 cores with a warm target directory it takes about 5
+# minutes. The full run stays the CI command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+quick=false
+case "${1:-}" in
+    --quick) quick=true ;;
+    "") ;;
+    *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 
 # Incremental caches only help rebuilds; a CI run builds once, and they
 # were a third of its target directory (2.5 of 7.7 GiB).
@@ -32,6 +46,7 @@ if $quick; then
     cargo clippy --all-targets -- -D warnings
     cargo clippy -p lockgate --all-targets --features rustls-tls-webpki-roots,native-tls,url,metrics,tracing -- -D warnings
     cargo clippy -p tokio-lockgate --all-targets --features axum,rustls,native-tls,metrics,tracing -- -D warnings
+    cargo clippy -p lockgate-kit --all-targets --all-features -- -D warnings
 
     step "quick: cargo test (unit, integration, doc tests of both crates)"
     cargo test -p lockgate -p tokio-lockgate
@@ -62,6 +77,8 @@ cargo clippy -p bench-peers --all-targets -- -D warnings
 cargo clippy -p bench-peers --all-targets --features metrics -- -D warnings
 cargo clippy -p lockgate-interop --all-targets -- -D warnings
 cargo clippy -p lockgate-fanout -p lockgate-loadgen --all-targets -- -D warnings
+cargo clippy -p lockgate-kit --all-targets -- -D warnings
+cargo clippy -p lockgate-kit --all-targets --all-features -- -D warnings
 # The fuzz crate (not a workspace member): once as a normal build, once
 # with the cfg that compiles the targets using lockgate::fuzz_api.
 (cd fuzz && cargo clippy --all-targets -- -D warnings)
@@ -70,6 +87,7 @@ cargo clippy -p lockgate-fanout -p lockgate-loadgen --all-targets -- -D warnings
 step "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate-fanout
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate-kit --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p tokio-lockgate --features axum,rustls
 # As docs.rs builds them (every feature; `docsrs` is for nightly's
 # doc(cfg) notes and is not set here).

@@ -325,7 +325,7 @@ impl MicroSocks {
     }
 
     /// Every target it connected to, `host:port` as the client named it
-    /// (microsocks logs "client[N] ADDRESS: connected to HOST:PORT"): a
+    /// (microsocks logs "client\[N\] ADDRESS: connected to HOST:PORT"): a
     /// name when the client left resolving to the proxy (`socks5h://`), an
     /// address when it resolved the name itself (`socks5://`).
     pub fn connected_to(&self) -> Vec<String> {
@@ -595,7 +595,7 @@ impl Drop for Acceptor {
     }
 }
 
-/// A WebSocket echo server on 127.0.0.1 (and [::1], same port, where
+/// A WebSocket echo server on 127.0.0.1 (and `[::1]`, same port, where
 /// there is one) for any number of connections: data messages come back
 /// as they were sent, until the closing handshake.
 pub struct EchoServer {
@@ -637,7 +637,7 @@ impl EchoServer {
         EchoServer { acceptor, served }
     }
 
-    /// The port, on 127.0.0.1 (and [::1] where there is one).
+    /// The port, on 127.0.0.1 (and `[::1]` where there is one).
     pub fn port(&self) -> u16 {
         self.acceptor.port
     }
