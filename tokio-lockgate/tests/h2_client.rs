@@ -46,11 +46,11 @@ use tokio_rustls::TlsAcceptor;
 
 use support::proxies::{Identity, ProxyKind, ProxyServer, TestCa};
 
-/// The most any one exchange may take.
 /// The driver under test speaks TLS: the `https://` proxy and `wss://`
 /// cases run.
 const TLS: bool = cfg!(feature = "rustls");
 
+/// The most any one exchange may take.
 const LIMIT: Duration = Duration::from_secs(20);
 
 /// The HTTP version of each upgrade a server accepted, and how many

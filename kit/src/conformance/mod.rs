@@ -13,7 +13,9 @@
 //! ```
 //!
 //! The cases: the write/flush contract ([`write_flush`]) and the closing
-//! handshake ([`closing`]). What needs real sockets and time (deadlines
+//! handshake ([`closing`]); a driver's client implements
+//! [`dial::Dialer`] for the dial cases through every kind of proxy
+//! (`dial_suite!`, feature `tls`). What needs real sockets and time (deadlines
 //! under a stalled or silent peer, handshake refusals) is shared as case
 //! tables instead ([`stalled_peer_cases`](crate::stalled_peer_cases),
 //! [`silent_peer_cases`](crate::silent_peer_cases),
@@ -21,6 +23,8 @@
 //! drives with its own clock.
 
 pub mod closing;
+#[cfg(feature = "tls")]
+pub mod dial;
 pub mod write_flush;
 
 use std::io;

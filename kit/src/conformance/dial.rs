@@ -1,0 +1,434 @@
+//! Dialling through every kind of proxy, each a real server we did not
+//! write ([`proxies`](crate::proxies)): `http://` (tinyproxy), `https://`
+//! (stunnel in front of tinyproxy), `socks5://` and `socks5h://`
+//! (microsocks). `ws://` and `wss://` echo through each, with and without
+//! credentials; refusals name the proxy, the target and the status; only a
+//! `socks5h://` proxy resolves names; the environment's proxy is used
+//! unless `NO_PROXY` says otherwise; silent peers are cut short by the
+//! handshake timeout; a TLS server sees close_notify, then EOF, after the
+//! closing handshake. Run by [`dial_suite!`](crate::dial_suite).
+
+use std::any::Any;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use lockgate::handshake::Proxy;
+use lockgate::{ClientOptions, Config, Error, HandshakeFailure, Message, Result, TimeoutKind};
+
+use crate::proxies::{
+    EchoServer, ProxyEnv, ProxyEnvFixture, ProxyKind, ProxyRules, ProxyServer, SilentPeer, TestCa,
+    TinyProxy, TlsCloseWatch,
+};
+
+/// A driver's client, as the dial cases use it.
+pub trait Dialer {
+    /// Whether it speaks TLS (built with `rustls`): the `https://` proxy
+    /// and `wss://` cases run.
+    const TLS: bool;
+
+    /// `options` trusting `ca` for `wss://` servers and `https://` proxies
+    /// alike (unchanged without TLS).
+    fn trusting(options: ClientOptions, ca: &TestCa) -> ClientOptions;
+
+    /// Dials `url` with `options`, bounded in time (a dial that neither
+    /// connects nor fails within 20 s panics). Connected: checks the
+    /// response is 101, sends three messages and reads them back (panics,
+    /// naming `what`, if they do not come back), completes the closing
+    /// handshake, and hands the connection over still open.
+    fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed>;
+}
+
+/// A connection [`Dialer::dial_and_echo`] made.
+pub struct Dialed {
+    /// The port of the TCP peer: the proxy's when tunnelled.
+    pub peer_port: u16,
+    /// The stream is TLS (to the server, or to an `https://` proxy).
+    pub tls: bool,
+    /// The connection, closed by the handshake and not yet dropped.
+    pub connection: Box<dyn Any>,
+}
+
+/// The credentials the proxies require, when they require any.
+const CREDENTIALS: (&str, &str) = ("alice", "wonder");
+
+/// Options with a generous handshake deadline, trusting `ca`.
+pub fn options<D: Dialer>(ca: &TestCa) -> ClientOptions {
+    let options = ClientOptions::new()
+        .config(Config::default().handshake_timeout(Some(Duration::from_secs(10))));
+    D::trusting(options, ca)
+}
+
+/// The echo servers behind the proxies and their schemes: `ws://`, and
+/// `wss://` with a certificate from `ca` for a driver that speaks TLS.
+pub fn echo_servers<D: Dialer>(ca: &TestCa) -> Vec<(EchoServer, &'static str)> {
+    let tls = D::TLS.then(|| {
+        (
+            EchoServer::tls(&ca.issue(&["localhost", "127.0.0.1", "::1"])),
+            "wss",
+        )
+    });
+    std::iter::once((EchoServer::plain(), "ws"))
+        .chain(tls)
+        .collect()
+}
+
+/// The error of a dial that must fail.
+fn dial_error<D: Dialer>(url: &str, options: ClientOptions) -> Error {
+    match D::dial_and_echo(url, options, url) {
+        Ok(_) => panic!("{url}: connected"),
+        Err(error) => error,
+    }
+}
+
+/// A port nothing listens on.
+fn closed_port() -> u16 {
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    closed.local_addr().unwrap().port()
+}
+
+/// `ws://` and `wss://`, by name and by address, through a proxy of
+/// `kind` without and then with credentials.
+fn echo_through<D: Dialer>(kind: ProxyKind) {
+    if kind.is_tls() && !D::TLS {
+        return;
+    }
+    let ca = TestCa::new();
+    let servers = echo_servers::<D>(&ca);
+    for credentials in [None, Some(CREDENTIALS)] {
+        let Some(proxy) = ProxyServer::start(kind, credentials, &ca) else {
+            return;
+        };
+        let proxy_url = proxy.url(credentials);
+        for (server, scheme) in &servers {
+            for host in ["localhost", "127.0.0.1"] {
+                let url = server.url(scheme, host);
+                let what = format!("{url} through {proxy_url}");
+                let options = options::<D>(&ca).proxy(Proxy::from_url(&proxy_url).unwrap());
+                let dialed = D::dial_and_echo(&url, options, &what)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(dialed.peer_port, proxy.port(), "{what}");
+                assert_eq!(dialed.tls, *scheme == "wss" || kind.is_tls(), "{what}");
+            }
+        }
+        if let Some(socks) = proxy.socks() {
+            // microsocks logs each target as the client named it: by
+            // name, or by the address the client resolved the name to.
+            let targets = socks.connected_to();
+            for (server, _) in &servers {
+                let port = format!(":{}", server.port());
+                let to_server = targets.iter().filter(|to| to.ends_with(&port)).count();
+                let by_name = targets.contains(&format!("localhost{port}"));
+                assert_eq!(to_server, 2, "{kind:?}: the proxy saw {targets:?}");
+                assert_eq!(
+                    by_name,
+                    kind == ProxyKind::Socks5h,
+                    "{kind:?}: who resolved localhost? the proxy saw {targets:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Echo through an `http://` proxy (tinyproxy).
+pub fn echo_through_an_http_proxy<D: Dialer>() {
+    echo_through::<D>(ProxyKind::Http);
+}
+
+/// Echo through an `https://` proxy (stunnel in front of tinyproxy).
+pub fn echo_through_an_https_proxy<D: Dialer>() {
+    echo_through::<D>(ProxyKind::Https);
+}
+
+/// Echo through a `socks5://` proxy, the client resolving the name.
+pub fn echo_through_a_socks5_proxy_the_client_resolving<D: Dialer>() {
+    echo_through::<D>(ProxyKind::Socks5);
+}
+
+/// Echo through a `socks5h://` proxy, the proxy resolving the name.
+pub fn echo_through_a_socks5h_proxy_the_proxy_resolving<D: Dialer>() {
+    echo_through::<D>(ProxyKind::Socks5h);
+}
+
+/// Credentials given to the [`Proxy`] itself (not in its URL) are sent.
+pub fn basic_auth_set_on_the_proxy_is_sent<D: Dialer>() {
+    let ca = TestCa::new();
+    let server = EchoServer::plain();
+    let rules = ProxyRules {
+        basic_auth: Some(("bob", "s3cret")),
+        connect_ports: &[server.port()],
+    };
+    let Some(proxy) = TinyProxy::start(rules) else {
+        return;
+    };
+    let proxy = Proxy::http(&proxy.url(None))
+        .unwrap()
+        .basic_auth("bob", "s3cret");
+    let url = server.url("ws", "127.0.0.1");
+    D::dial_and_echo(&url, options::<D>(&ca).proxy(proxy), "basic_auth").unwrap();
+    assert_eq!(server.served(), 1);
+}
+
+/// Every kind of proxy requiring credentials refuses a client without
+/// them or with wrong ones, and the error names the proxy.
+pub fn missing_or_wrong_credentials_are_refused_naming_the_proxy<D: Dialer>() {
+    let ca = TestCa::new();
+    let server = EchoServer::plain();
+    let url = server.url("ws", "127.0.0.1");
+    for kind in ProxyKind::testable(D::TLS) {
+        let Some(proxy) = ProxyServer::start(kind, Some(CREDENTIALS), &ca) else {
+            continue;
+        };
+        for credentials in [None, Some(("alice", "wrong"))] {
+            let proxy_url = proxy.url(credentials);
+            let options = options::<D>(&ca).proxy(Proxy::from_url(&proxy_url).unwrap());
+            let error = dial_error::<D>(&url, options);
+            let needs_authentication = match &error {
+                Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) if !kind.is_socks() => {
+                    refusal.needs_authentication()
+                }
+                Error::Handshake(HandshakeFailure::Socks5Refused(refusal)) if kind.is_socks() => {
+                    refusal.needs_authentication()
+                }
+                other => panic!("{proxy_url}: {other:?}"),
+            };
+            assert!(needs_authentication, "{proxy_url}: {error}");
+            let message = error.to_string();
+            assert!(message.contains(&proxy.address()), "{proxy_url}: {message}");
+        }
+    }
+    assert_eq!(server.served(), 0);
+}
+
+/// A refusal carries the proxy's status and target, and its message names
+/// the proxy, the target and the status.
+pub fn refusals_carry_the_proxy_status<D: Dialer>() {
+    let ca = TestCa::new();
+    let allowed = EchoServer::plain();
+    let rules = ProxyRules {
+        basic_auth: Some(CREDENTIALS),
+        connect_ports: &[allowed.port()],
+    };
+    let Some(proxy) = TinyProxy::start(rules) else {
+        return;
+    };
+    let forbidden_port = closed_port();
+    // (credentials, target port, expected status: None for "credentials
+    // needed", which tinyproxy says with 401 or 407).
+    let cases = [
+        (None, allowed.port(), None),
+        (Some(("alice", "wrong")), allowed.port(), None),
+        (Some(CREDENTIALS), forbidden_port, Some(403)),
+    ];
+    for (credentials, port, status) in cases {
+        let url = format!("ws://127.0.0.1:{port}/");
+        let options = options::<D>(&ca).proxy(Proxy::http(&proxy.url(credentials)).unwrap());
+        let error = dial_error::<D>(&url, options);
+        let Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) = &error else {
+            panic!("{credentials:?} {port}: {error:?}");
+        };
+        match status {
+            Some(status) => assert_eq!(refusal.status, status, "{error}"),
+            None => assert!(refusal.needs_authentication(), "{error}"),
+        }
+        assert_eq!(refusal.target, format!("127.0.0.1:{port}"), "{error}");
+        let message = error.to_string();
+        let status = refusal.status.as_u16();
+        assert!(
+            message.contains(&format!("127.0.0.1:{}", proxy.port())),
+            "{message}"
+        );
+        assert!(message.contains(&format!("127.0.0.1:{port}")), "{message}");
+        assert!(message.contains(&status.to_string()), "{message}");
+    }
+}
+
+/// A name a `socks5://` proxy's client cannot resolve never reaches the
+/// proxy; a `socks5h://` proxy is asked, and its refusal names it.
+pub fn only_a_socks5h_proxy_is_asked_to_resolve_the_name<D: Dialer>() {
+    let ca = TestCa::new();
+    let url = "ws://lockgate-test.invalid:9/";
+    for kind in [ProxyKind::Socks5, ProxyKind::Socks5h] {
+        let Some(proxy) = ProxyServer::start(kind, None, &ca) else {
+            return;
+        };
+        let options = options::<D>(&ca).proxy(Proxy::from_url(&proxy.url(None)).unwrap());
+        let error = dial_error::<D>(url, options);
+        let message = error.to_string();
+        if kind == ProxyKind::Socks5h {
+            // The proxy could not resolve it, and says so.
+            let Error::Handshake(HandshakeFailure::Socks5Refused(refusal)) = &error else {
+                panic!("{kind:?}: {error:?}");
+            };
+            assert!(!refusal.needs_authentication(), "{message}");
+            assert!(message.contains(&proxy.address()), "{message}");
+        } else {
+            // The client could not resolve it, and never asked the proxy.
+            assert!(
+                !matches!(
+                    error,
+                    Error::Handshake(HandshakeFailure::Socks5Refused(_)) | Error::Timeout(_)
+                ),
+                "{kind:?}: {error:?}"
+            );
+            assert!(message.contains("lockgate-test.invalid"), "{message}");
+            let targets = proxy.socks().unwrap().connected_to();
+            assert!(targets.is_empty(), "the proxy was asked: {targets:?}");
+        }
+    }
+}
+
+/// A peer that accepts TCP and says nothing (a server, each kind of
+/// proxy, a TLS server) fails the dial at the handshake timeout.
+pub fn silent_peers_are_cut_short_by_the_handshake_timeout<D: Dialer>() {
+    let ca = TestCa::new();
+    let silent = SilentPeer::start();
+    let timeout = Duration::from_millis(500);
+    let routes = silent.routes(D::TLS);
+    for route in &routes {
+        let config = Config::default().handshake_timeout(Some(timeout));
+        let mut options = options::<D>(&ca).config(config);
+        if let Some(proxy) = &route.proxy {
+            options = options.proxy(Proxy::from_url(proxy).unwrap());
+        }
+        let started = Instant::now();
+        let error = dial_error::<D>(&route.url, options);
+        let took = started.elapsed();
+        assert!(
+            matches!(error, Error::Timeout(TimeoutKind::Handshake)),
+            "{}: {error:?}",
+            route.what
+        );
+        assert!(
+            took >= timeout && took < timeout + Duration::from_secs(1),
+            "{}: {took:?}",
+            route.what
+        );
+    }
+    assert_eq!(silent.accepted(), routes.len());
+}
+
+/// `proxy_from_env` takes the proxy the environment names for the
+/// scheme, and none for a host `NO_PROXY` lists.
+pub fn proxy_from_env_honours_no_proxy<D: Dialer>() {
+    let fixture = ProxyEnvFixture::start(D::TLS);
+    let env = ProxyEnv::lock();
+    for case in fixture.cases() {
+        env.set(&case.vars());
+        let what = format!("{}: {} with {:?}", case.what, case.url, case.vars);
+        let options = options::<D>(&fixture.ca).proxy_from_env();
+        let dialed =
+            D::dial_and_echo(&case.url, options, &what).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(dialed.peer_port, case.via, "{what}");
+    }
+}
+
+/// After the closing handshake a TLS connection sends close_notify, then
+/// its FIN (the server reads the end of the stream).
+pub fn a_tls_server_sees_close_notify_then_eof_after_the_closing_handshake<D: Dialer>() {
+    if !D::TLS {
+        return;
+    }
+    let ca = TestCa::new();
+    let watch = TlsCloseWatch::start(&ca.issue(&["localhost"]));
+    let url = format!("wss://localhost:{}/", watch.port());
+    let dialed = D::dial_and_echo(&url, options::<D>(&ca), "close_notify").unwrap();
+    // Still holding the connection: the closing handshake sent it.
+    let seen = watch.close_notify_within(Duration::from_secs(5));
+    drop(dialed);
+    let verdict = watch.verdict();
+    assert!(
+        seen,
+        "no close_notify after the closing handshake: {verdict:?}"
+    );
+    assert_eq!(verdict, Ok(3));
+}
+
+/// A proxy that refuses the TCP connection is named, with the target, in
+/// the error.
+pub fn an_absent_proxy_is_named_in_the_error<D: Dialer>() {
+    let port = closed_port();
+    let options =
+        options::<D>(&TestCa::new()).proxy(Proxy::http(&format!("127.0.0.1:{port}")).unwrap());
+    let error = dial_error::<D>("ws://example.invalid/", options);
+    let Error::Io(io) = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused);
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("proxy 127.0.0.1:{port} for example.invalid:80")),
+        "{message}"
+    );
+}
+
+/// A server that refuses the TCP connection is named in the error.
+pub fn a_refused_direct_connection_names_the_server<D: Dialer>() {
+    let port = closed_port();
+    let error = dial_error::<D>(&format!("ws://127.0.0.1:{port}/"), ClientOptions::new());
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("connecting to 127.0.0.1:{port}")),
+        "{error}"
+    );
+}
+
+/// Three messages the dialers send, for a `what`.
+pub fn echo_messages(what: &str) -> [Message; 3] {
+    [0, 1, 2].map(|i| Message::text(format!("{what}: {i}")))
+}
+
+/// The TLS items of a [`Dialer`] impl in a suite whose TLS comes from its
+/// `rustls` feature: `TLS` is that feature, and `trusting` gives the
+/// options a `Connector::Rustls` trusting the CA (expanded in the test
+/// crate, so the feature is the suite's, and `lockgate` its dependency).
+#[macro_export]
+macro_rules! rustls_dialer_items {
+    () => {
+        const TLS: bool = cfg!(feature = "rustls");
+
+        fn trusting(
+            options: ::lockgate::ClientOptions,
+            ca: &$crate::proxies::TestCa,
+        ) -> ::lockgate::ClientOptions {
+            #[cfg(feature = "rustls")]
+            let options = options.tls(::lockgate::Connector::Rustls(::std::sync::Arc::new(
+                ::lockgate::dial::client_config(ca.roots()).unwrap(),
+            )));
+            #[cfg(not(feature = "rustls"))]
+            let _ = ca;
+            options
+        }
+    };
+}
+
+/// The `#[test]` functions running every dial case of the kit for
+/// `$dialer` (a type implementing [`Dialer`]).
+#[macro_export]
+macro_rules! dial_suite {
+    ($dialer:ty) => {
+        $crate::dial_suite!(@cases $dialer;
+            echo_through_an_http_proxy,
+            echo_through_an_https_proxy,
+            echo_through_a_socks5_proxy_the_client_resolving,
+            echo_through_a_socks5h_proxy_the_proxy_resolving,
+            basic_auth_set_on_the_proxy_is_sent,
+            missing_or_wrong_credentials_are_refused_naming_the_proxy,
+            refusals_carry_the_proxy_status,
+            only_a_socks5h_proxy_is_asked_to_resolve_the_name,
+            silent_peers_are_cut_short_by_the_handshake_timeout,
+            proxy_from_env_honours_no_proxy,
+            a_tls_server_sees_close_notify_then_eof_after_the_closing_handshake,
+            an_absent_proxy_is_named_in_the_error,
+            a_refused_direct_connection_names_the_server,
+        );
+    };
+    (@cases $dialer:ty; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::dial::$case::<$dialer>();
+            }
+        )*
+    };
+}
