@@ -76,6 +76,8 @@ rules() {
 
     skip 'bash scripts/test.sh' \
         'the test command itself: this script is one of its steps'
+    skip 'bash scripts/test.sh --quick' \
+        'a subset of the test command, whose every step the full run runs'
     skip 'bash scripts/fuzz.sh' \
         'scripts/test.sh runs it (its fuzz step)'
     skip 'bash scripts/fuzz.sh context_server 3600' \
