@@ -134,8 +134,8 @@ cargo test -p tokio-lockgate
 # Chromium, which picks HTTP/2), and their doc tests.
 cargo test -p tokio-lockgate --features axum,rustls
 # The blocking driver's wss:// (rustls and native-tls) and the TLS docs.
-cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --lib --test tls_connect --test proxy
-cargo test -p tokio-lockgate --features native-tls,hyper --test proxy --test h2_client
+cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --lib --test tls_connect --test kit
+cargo test -p tokio-lockgate --features native-tls,hyper --test kit --test h2_client
 cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --doc
 # Counters and spans: exact counts for known workloads, each close and
 # timeout and refusal, the hub's counters, a drain's closes.

@@ -1,76 +1,17 @@
-//! The tokio driver against the conformance kit (kit/src/conformance): the
-//! write/flush contract and the closing handshake, the same cases every
-//! driver runs, each call polled once and dropped when pending (a
-//! cancelled call). Then what only the async API has: the Sink (feed many,
-//! flush once; `poll_ready` writes, never flushes), the Stream's end, and
-//! the split halves.
+//! What only the async API has of the write/flush contract: the Sink (feed
+//! many, flush once; `poll_ready` writes, never flushes), the Stream's end
+//! after the closing handshake, and prepared messages through the split
+//! halves. The contract every driver shares is the conformance kit's
+//! (tests/kit.rs).
 
 use lockgate_kit as support;
 
-use std::future::Future;
 use std::task::Poll;
 
 use futures_util::{SinkExt, StreamExt};
 use lockgate::frame::OpCode;
-use support::conformance::{Connection, Driver, would_block};
 use support::{AsyncMock, MockStream, WriteStep, client_frame, parse_frames, poll_once};
-use tokio_lockgate::{
-    CloseFrame, Config, Message, Result, Role, WebSocketContext, WebSocketStream,
-};
-
-/// [`WebSocketStream`] over the kit's mock.
-struct Tokio;
-
-struct TokioConnection(WebSocketStream<AsyncMock>);
-
-/// The call's outcome if it completes in one poll; would-block if not
-/// (the future is dropped, as a timeout around it would).
-fn at_once<T>(call: impl Future<Output = Result<T>>) -> Result<T> {
-    match poll_once(call) {
-        Poll::Ready(outcome) => outcome,
-        Poll::Pending => Err(would_block()),
-    }
-}
-
-impl Driver for Tokio {
-    type Connection = TokioConnection;
-
-    fn open(stream: MockStream, role: Role, config: Config) -> TokioConnection {
-        TokioConnection(WebSocketStream::from_context(
-            AsyncMock(stream),
-            WebSocketContext::new(role, config),
-        ))
-    }
-}
-
-impl Connection for TokioConnection {
-    fn read(&mut self) -> Result<Message> {
-        at_once(self.0.read())
-    }
-    fn write(&mut self, msg: Message) -> Result<()> {
-        at_once(self.0.write(msg))
-    }
-    fn flush(&mut self) -> Result<()> {
-        at_once(self.0.flush())
-    }
-    fn send(&mut self, msg: Message) -> Result<()> {
-        at_once(self.0.send(msg))
-    }
-    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
-        at_once(self.0.close(frame))
-    }
-    fn buffered_output(&self) -> usize {
-        self.0.buffered_output()
-    }
-    fn mock(&self) -> &MockStream {
-        &self.0.get_ref().0
-    }
-    fn mock_mut(&mut self) -> &mut MockStream {
-        &mut self.0.get_mut().0
-    }
-}
-
-support::conformance_suite!(Tokio);
+use tokio_lockgate::{Config, Message, Role, WebSocketContext, WebSocketStream};
 
 #[tokio::test]
 async fn sink_feed_hundred_thousand_then_flush_is_one_socket_flush() {

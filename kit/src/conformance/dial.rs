@@ -8,20 +8,20 @@
 //! handshake timeout; a TLS server sees close_notify, then EOF, after the
 //! closing handshake. Run by [`dial_suite!`](crate::dial_suite).
 
-use std::any::Any;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use lockgate::handshake::Proxy;
-use lockgate::{ClientOptions, Config, Error, HandshakeFailure, Message, Result, TimeoutKind};
+use lockgate::{ClientOptions, Config, Error, HandshakeFailure, TimeoutKind};
 
+use super::Sockets;
 use crate::proxies::{
     EchoServer, ProxyEnv, ProxyEnvFixture, ProxyKind, ProxyRules, ProxyServer, SilentPeer, TestCa,
     TinyProxy, TlsCloseWatch,
 };
 
-/// A driver's client, as the dial cases use it.
-pub trait Dialer {
+/// A driver's client with its TLS, as the dial cases use it.
+pub trait Dialer: Sockets {
     /// Whether it speaks TLS (built with `rustls`): the `https://` proxy
     /// and `wss://` cases run.
     const TLS: bool;
@@ -29,23 +29,6 @@ pub trait Dialer {
     /// `options` trusting `ca` for `wss://` servers and `https://` proxies
     /// alike (unchanged without TLS).
     fn trusting(options: ClientOptions, ca: &TestCa) -> ClientOptions;
-
-    /// Dials `url` with `options`, bounded in time (a dial that neither
-    /// connects nor fails within 20 s panics). Connected: checks the
-    /// response is 101, sends three messages and reads them back (panics,
-    /// naming `what`, if they do not come back), completes the closing
-    /// handshake, and hands the connection over still open.
-    fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed>;
-}
-
-/// A connection [`Dialer::dial_and_echo`] made.
-pub struct Dialed {
-    /// The port of the TCP peer: the proxy's when tunnelled.
-    pub peer_port: u16,
-    /// The stream is TLS (to the server, or to an `https://` proxy).
-    pub tls: bool,
-    /// The connection, closed by the handshake and not yet dropped.
-    pub connection: Box<dyn Any>,
 }
 
 /// The credentials the proxies require, when they require any.
@@ -371,11 +354,6 @@ pub fn a_refused_direct_connection_names_the_server<D: Dialer>() {
             .contains(&format!("connecting to 127.0.0.1:{port}")),
         "{error}"
     );
-}
-
-/// Three messages the dialers send, for a `what`.
-pub fn echo_messages(what: &str) -> [Message; 3] {
-    [0, 1, 2].map(|i| Message::text(format!("{what}: {i}")))
 }
 
 /// The TLS items of a [`Dialer`] impl in a suite whose TLS comes from its

@@ -13,9 +13,10 @@
 //! ```
 //!
 //! The cases: the write/flush contract ([`write_flush`]) and the closing
-//! handshake ([`closing`]); a driver's client implements
-//! [`dial::Dialer`] for the dial cases through every kind of proxy
-//! (`dial_suite!`, feature `tls`). What needs real sockets and time (deadlines
+//! handshake ([`closing`]) over the mock; over real sockets, through a
+//! driver's [`Sockets`], the opening handshake's refusals and deadlines
+//! ([`handshake`], `handshake_suite!`) and dialling through every kind of
+//! proxy ([`dial`], `dial_suite!`, feature `tls`). What needs real sockets and time (deadlines
 //! under a stalled or silent peer, handshake refusals) is shared as case
 //! tables instead ([`stalled_peer_cases`](crate::stalled_peer_cases),
 //! [`silent_peer_cases`](crate::silent_peer_cases),
@@ -25,11 +26,16 @@
 pub mod closing;
 #[cfg(feature = "tls")]
 pub mod dial;
+pub mod handshake;
 pub mod write_flush;
 
+use std::any::Any;
 use std::io;
+use std::net::TcpStream;
 
-use lockgate::{CloseFrame, Config, Error, Message, Result, Role, WebSocket};
+use lockgate::{
+    ClientOptions, CloseFrame, Config, Error, Message, Result, Role, ServerOptions, WebSocket,
+};
 
 use crate::MockStream;
 
@@ -59,6 +65,36 @@ pub trait Driver {
     type Connection: Connection;
     /// A connection in `role` whose opening handshake is done.
     fn open(stream: MockStream, role: Role, config: Config) -> Self::Connection;
+}
+
+/// A driver over real sockets: its client and server entry points, as
+/// the handshake and dial cases use them.
+pub trait Sockets {
+    /// Dials `url` with `options`, bounded in time (a dial that neither
+    /// connects nor fails within 20 s panics). Connected: checks the
+    /// response is 101, sends three messages and reads them back (panics,
+    /// naming `what`, if they do not come back), completes the closing
+    /// handshake, and hands the connection over still open.
+    fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed>;
+
+    /// Runs the server's opening handshake on `tcp` with `options`, bounded
+    /// in time; the upgraded connection, if any, is dropped.
+    fn accept(tcp: TcpStream, options: ServerOptions) -> Result<()>;
+}
+
+/// A connection [`Sockets::dial_and_echo`] made.
+pub struct Dialed {
+    /// The port of the TCP peer: the proxy's when tunnelled.
+    pub peer_port: u16,
+    /// The stream is TLS (to the server, or to an `https://` proxy).
+    pub tls: bool,
+    /// The connection, closed by the handshake and not yet dropped.
+    pub connection: Box<dyn Any>,
+}
+
+/// The three messages [`Sockets::dial_and_echo`] sends, for a `what`.
+pub fn echo_messages(what: &str) -> [Message; 3] {
+    [0, 1, 2].map(|i| Message::text(format!("{what}: {i}")))
 }
 
 /// The blocking driver, [`WebSocket`], over the mock as it is (the mock

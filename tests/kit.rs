@@ -1,22 +1,25 @@
-//! The blocking `connect` through every kind of proxy: the conformance
-//! kit's dial cases (kit/src/conformance/dial.rs), the same every driver
-//! runs, and a measurement of dial times.
-//!
-//! The `wss://` and `https://` cases need `--features rustls`.
+//! The blocking driver against the conformance kit (kit/src/conformance),
+//! the same cases every driver runs: over the scripted mock, the
+//! write/flush contract and the closing handshake; over real sockets, the
+//! opening handshake's refusals and deadlines and dialling through every
+//! kind of proxy (the `wss://` and `https://` cases with `--features
+//! rustls`). And a measurement of dial times.
 
+use std::net::TcpStream;
 use std::time::Instant;
 
 use lockgate::handshake::Proxy;
-use lockgate::{ClientOptions, Message, Result};
-use lockgate_kit::conformance::dial::{self, Dialed, Dialer, echo_messages};
+use lockgate::{ClientOptions, Error, Message, Result, ServerOptions};
+use lockgate_kit::conformance::dial::{self, Dialer};
+use lockgate_kit::conformance::{Blocking, Dialed, Sockets, echo_messages};
 use lockgate_kit::proxies::{ProxyKind, ProxyServer, TestCa};
 
-/// `connect` with [`ClientOptions`].
-struct Blocking;
+lockgate_kit::conformance_suite!(Blocking);
 
-impl Dialer for Blocking {
-    lockgate_kit::rustls_dialer_items!();
+/// `ClientOptions::connect` and `ServerOptions::accept`.
+struct BlockingSockets;
 
+impl Sockets for BlockingSockets {
     fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed> {
         let (mut ws, response) = options.connect(url)?;
         assert_eq!(response.status(), 101, "{what}");
@@ -34,23 +37,32 @@ impl Dialer for Blocking {
             connection: Box::new(ws),
         })
     }
+
+    fn accept(tcp: TcpStream, options: ServerOptions) -> Result<()> {
+        options.accept(tcp).map(drop).map_err(Error::from)
+    }
 }
 
-lockgate_kit::dial_suite!(Blocking);
+impl Dialer for BlockingSockets {
+    lockgate_kit::rustls_dialer_items!();
+}
+
+lockgate_kit::handshake_suite!(BlockingSockets);
+lockgate_kit::dial_suite!(BlockingSockets);
 
 /// How long a dial takes over each path on loopback: direct, and through
 /// each kind of proxy, `ws://` and `wss://`; the median and the 90th
 /// percentile of 50 dials each (to the first message echoed). A
 /// measurement, not a check of speed: it asserts only that every dial
 /// works. Run it with
-/// `cargo test --release -p lockgate --features rustls --test proxy -- --ignored --nocapture dial_times`.
+/// `cargo test --release -p lockgate --features rustls --test kit -- --ignored --nocapture dial_times`.
 #[test]
 #[ignore = "a measurement; run it by hand"]
 fn dial_times() {
     const DIALS: usize = 50;
     let ca = TestCa::new();
-    let servers = dial::echo_servers::<Blocking>(&ca);
-    let proxies: Vec<ProxyServer> = ProxyKind::testable(Blocking::TLS)
+    let servers = dial::echo_servers::<BlockingSockets>(&ca);
+    let proxies: Vec<ProxyServer> = ProxyKind::testable(BlockingSockets::TLS)
         .into_iter()
         .filter_map(|kind| ProxyServer::start(kind, None, &ca))
         .collect();
@@ -59,7 +71,7 @@ fn dial_times() {
             let url = server.url(scheme, "127.0.0.1");
             let mut times = Vec::with_capacity(DIALS);
             for _ in 0..DIALS {
-                let mut options = dial::options::<Blocking>(&ca);
+                let mut options = dial::options::<BlockingSockets>(&ca);
                 if let Some(proxy) = proxy {
                     options = options.proxy(Proxy::from_url(&proxy.url(None)).unwrap());
                 }

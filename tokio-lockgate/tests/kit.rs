@@ -1,0 +1,146 @@
+//! The tokio driver against the conformance kit (kit/src/conformance), the
+//! same cases every driver runs: over the scripted mock, the write/flush
+//! contract and the closing handshake, each call polled once and dropped
+//! when pending (so every case is also a cancellation case); over real
+//! sockets, the opening handshake's refusals and deadlines and dialling
+//! through every kind of proxy (the `wss://` and `https://` cases with
+//! `--features rustls`). Every call is bounded in time.
+
+use std::future::Future;
+use std::net::TcpStream as StdTcpStream;
+use std::sync::LazyLock;
+use std::task::Poll;
+use std::time::Duration;
+
+use lockgate_kit::conformance::dial::Dialer;
+use lockgate_kit::conformance::{Connection, Dialed, Driver, Sockets, echo_messages, would_block};
+use lockgate_kit::{AsyncMock, MockStream, poll_once};
+use tokio::net::TcpStream;
+use tokio::runtime::Runtime;
+use tokio::time::timeout;
+use tokio_lockgate::{
+    ClientOptions, CloseFrame, Config, Message, Result, Role, ServerOptions, WebSocketContext,
+    WebSocketStream, accept_async_with, connect_async_with,
+};
+
+/// The most any one dial, handshake or exchange may take.
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// [`WebSocketStream`] over the kit's mock.
+struct Tokio;
+
+struct TokioConnection(WebSocketStream<AsyncMock>);
+
+/// The call's outcome if it completes in one poll; would-block if not
+/// (the future is dropped, as a timeout around it would).
+fn at_once<T>(call: impl Future<Output = Result<T>>) -> Result<T> {
+    match poll_once(call) {
+        Poll::Ready(outcome) => outcome,
+        Poll::Pending => Err(would_block()),
+    }
+}
+
+impl Driver for Tokio {
+    type Connection = TokioConnection;
+
+    fn open(stream: MockStream, role: Role, config: Config) -> TokioConnection {
+        TokioConnection(WebSocketStream::from_context(
+            AsyncMock(stream),
+            WebSocketContext::new(role, config),
+        ))
+    }
+}
+
+impl Connection for TokioConnection {
+    fn read(&mut self) -> Result<Message> {
+        at_once(self.0.read())
+    }
+    fn write(&mut self, msg: Message) -> Result<()> {
+        at_once(self.0.write(msg))
+    }
+    fn flush(&mut self) -> Result<()> {
+        at_once(self.0.flush())
+    }
+    fn send(&mut self, msg: Message) -> Result<()> {
+        at_once(self.0.send(msg))
+    }
+    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        at_once(self.0.close(frame))
+    }
+    fn buffered_output(&self) -> usize {
+        self.0.buffered_output()
+    }
+    fn mock(&self) -> &MockStream {
+        &self.0.get_ref().0
+    }
+    fn mock_mut(&mut self) -> &mut MockStream {
+        &mut self.0.get_mut().0
+    }
+}
+
+lockgate_kit::conformance_suite!(Tokio);
+
+/// The runtime the socket cases run on (two workers, as a server's).
+static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+});
+
+/// `connect_async_with` and `accept_async_with`.
+struct TokioSockets;
+
+impl Sockets for TokioSockets {
+    fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed> {
+        RUNTIME.block_on(async {
+            let (mut ws, response) = timeout(LIMIT, connect_async_with(url, options))
+                .await
+                .unwrap_or_else(|_| panic!("{what}: no outcome within {LIMIT:?}"))?;
+            assert_eq!(response.status(), 101, "{what}");
+            let peer_port = ws.get_ref().get_ref().peer_addr().unwrap().port();
+            let tls = ws.get_ref().is_tls();
+            // Written and flushed once, read back, then the closing
+            // handshake.
+            let exchange = async {
+                let messages = echo_messages(what);
+                for message in &messages {
+                    ws.write(message.clone()).await.unwrap();
+                }
+                ws.flush().await.unwrap();
+                for message in messages {
+                    assert_eq!(ws.read().await.unwrap(), message, "{what}");
+                }
+                ws.close(None).await.unwrap();
+                while ws.read().await.is_ok() {}
+            };
+            timeout(LIMIT, exchange)
+                .await
+                .unwrap_or_else(|_| panic!("{what}: the exchange took over {LIMIT:?}"));
+            Ok(Dialed {
+                peer_port,
+                tls,
+                connection: Box::new(ws),
+            })
+        })
+    }
+
+    fn accept(tcp: StdTcpStream, options: ServerOptions) -> Result<()> {
+        RUNTIME.block_on(async {
+            tcp.set_nonblocking(true)?;
+            let tcp = TcpStream::from_std(tcp)?;
+            timeout(LIMIT, accept_async_with(tcp, options))
+                .await
+                .unwrap_or_else(|_| panic!("no outcome within {LIMIT:?}"))
+                .map(drop)
+        })
+    }
+}
+
+impl Dialer for TokioSockets {
+    lockgate_kit::rustls_dialer_items!();
+}
+
+lockgate_kit::handshake_suite!(TokioSockets);
+lockgate_kit::dial_suite!(TokioSockets);
