@@ -1,9 +1,9 @@
-//! Keepalive and close deadlines of the blocking driver on loopback TCP:
-//! what a silent peer receives and when `read` gives up on it, that a peer
-//! answering pings stays connected without `read` returning the pongs to
-//! keepalive pings (while the application's pongs and unsolicited ones
-//! still come back), the write side shut down after the closing
-//! handshake, and a caller's own read timeout left alone.
+//! Keepalive of the blocking driver on loopback TCP: a peer answering
+//! pings stays connected without `read` returning the pongs to keepalive
+//! pings (while the application's pongs and unsolicited ones still come
+//! back), and a caller's own read timeout is left alone. What a silent or
+//! stalled peer gets, and the FIN after the closing handshake, are the
+//! conformance kit's cases (tests/kit.rs).
 //!
 //! Lower time bounds are what the rules in `src/proto/timers.rs`
 //! guarantee (the clock starts before the `read` that arms the first
@@ -11,18 +11,15 @@
 
 use lockgate_kit as support;
 
-use std::io::{self, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::mpsc;
+use std::io;
+use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use lockgate::frame::OpCode;
-use lockgate::{CloseCode, Config, Error, Message, WebSocket};
-use support::{
-    RawPeer, STALLED_OUTPUT, client_frame, has_close, silent_peer_cases, stalled_peer_cases,
-    summary,
-};
+use lockgate::{Config, Error, Message, WebSocket};
+use support::conformance::HangGuard;
+use support::{RawPeer, summary};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -30,8 +27,8 @@ const MS: Duration = Duration::from_millis(1);
 /// back what the driver wrote).
 const LIMIT: Duration = Duration::from_secs(10);
 
-/// When a read that should fail on a deadline is made to fail instead of
-/// hanging the test run (see [`HangGuard`]).
+/// When a read that should return is made to fail instead of hanging the
+/// test run (see [`HangGuard`]).
 const HANG: Duration = Duration::from_secs(20);
 
 /// A server `WebSocket` with `config` over loopback TCP, upgraded by a
@@ -46,101 +43,6 @@ fn server_and_raw_peer(config: Config) -> (WebSocket<TcpStream>, RawPeer) {
         .unwrap();
     peer.read_upgrade_response(LIMIT);
     (ws, peer)
-}
-
-/// Makes a driver read that would hang (a deadline never firing) fail: if
-/// not dropped within [`HANG`], shuts the raw peer's socket down, so the
-/// read sees the stream end. Dropping it joins its thread.
-struct HangGuard {
-    disarm: Option<mpsc::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl HangGuard {
-    fn new(peer: &RawPeer) -> Self {
-        Self::on(peer.stream.try_clone().unwrap())
-    }
-
-    /// Shuts `socket` down instead: the driver's own, for a driver blocked
-    /// writing (a shut-down peer may still leave our writes waiting).
-    fn on(socket: TcpStream) -> Self {
-        let (disarm, disarmed) = mpsc::channel::<()>();
-        let thread = thread::spawn(move || {
-            if disarmed.recv_timeout(HANG) == Err(mpsc::RecvTimeoutError::Timeout) {
-                let _ = socket.shutdown(Shutdown::Both);
-            }
-        });
-        Self {
-            disarm: Some(disarm),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for HangGuard {
-    fn drop(&mut self) {
-        drop(self.disarm.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-#[test]
-fn a_silent_peer_fails_the_read_with_a_timeout() {
-    for case in silent_peer_cases() {
-        let name = case.name;
-        let (mut ws, mut peer) = server_and_raw_peer(case.config);
-        let guard = HangGuard::new(&peer);
-        let start = Instant::now();
-        if case.close_first {
-            ws.close(None).unwrap();
-        }
-        let result = ws.read();
-        let took = start.elapsed();
-        drop(guard);
-        match result {
-            Err(Error::Timeout(kind)) if kind == case.kind => {}
-            other => panic!("{name}: {other:?} after {took:?}"),
-        }
-        assert!(took >= case.at_least, "{name}: failed early, {took:?}");
-        assert!(took < case.within, "{name}: failed late, {took:?}");
-        assert!(matches!(ws.read(), Err(Error::AlreadyClosed)), "{name}");
-
-        let received = peer.receive(LIMIT, has_close);
-        assert_eq!(
-            summary(&received.frames),
-            case.peer_receives,
-            "{name}: {received:?}"
-        );
-    }
-}
-
-#[test]
-fn a_read_blocked_on_owed_output_still_fails_on_its_deadline() {
-    for case in stalled_peer_cases() {
-        let name = case.name;
-        let (mut ws, mut peer) = server_and_raw_peer(case.config);
-        ws.write(Message::binary(vec![0; STALLED_OUTPUT])).unwrap();
-        assert_eq!(ws.buffered_output(), STALLED_OUTPUT + 10, "{name}: queued");
-        peer.stream.write_all(&case.trigger).unwrap();
-        let guard = HangGuard::on(ws.get_ref().try_clone().unwrap());
-        let start = Instant::now();
-        // The frame that owes the answer is returned (its answer still
-        // owed), then the next read fails.
-        let trigger = ws.read();
-        let result = ws.read();
-        let took = start.elapsed();
-        drop(guard);
-        assert!(trigger.is_ok(), "{name}: {trigger:?}");
-        match result {
-            Err(Error::Timeout(kind)) if kind == case.kind => {}
-            other => panic!("{name}: {other:?} after {took:?}"),
-        }
-        assert!(took < case.within, "{name}: failed late, {took:?}");
-        // Some of the output stayed behind: the write really was blocked.
-        assert!(ws.buffered_output() > 0, "{name}: everything went out");
-    }
 }
 
 /// Reads as a lockgate client at its own pace (a short read timeout of its
@@ -307,29 +209,6 @@ fn keepalive_pongs_are_consumed_and_other_pongs_returned() {
 }
 
 #[test]
-fn after_the_peers_close_our_write_side_is_shut_down() {
-    let (mut ws, mut peer) = server_and_raw_peer(Config::default());
-    peer.stream
-        .write_all(&client_frame(OpCode::Close, &1000u16.to_be_bytes()))
-        .unwrap();
-    match ws.read() {
-        Ok(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::Normal),
-        other => panic!("{other:?}"),
-    }
-    assert!(matches!(ws.read(), Err(Error::ConnectionClosed)));
-
-    // `ws` is alive: the FIN comes from the shutdown, not from a drop.
-    let received = peer.receive(LIMIT, |_| false);
-    assert_eq!(
-        summary(&received.frames),
-        [(OpCode::Close, Some(1000))],
-        "{received:?}"
-    );
-    assert!(received.ended, "no EOF after the close reply: {received:?}");
-    drop(ws);
-}
-
-#[test]
 fn a_callers_read_timeout_is_left_alone_and_pings_still_go_out() {
     const INTERVAL: Duration = Duration::from_secs(1);
     let own = 100 * MS;
@@ -340,7 +219,7 @@ fn a_callers_read_timeout_is_left_alone_and_pings_still_go_out() {
     ws.get_ref().set_read_timeout(Some(own)).unwrap();
     // As the kernel keeps it (rounded to its tick).
     let own = ws.get_ref().read_timeout().unwrap();
-    let guard = HangGuard::new(&peer);
+    let guard = HangGuard::on(peer.stream.try_clone().unwrap(), HANG);
 
     let start = Instant::now();
     let mut returns = 0;

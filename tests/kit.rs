@@ -1,7 +1,8 @@
 //! The blocking driver against the conformance kit (kit/src/conformance),
 //! the same cases every driver runs: over the scripted mock, the
 //! write/flush contract and the closing handshake; over real sockets, the
-//! opening handshake's refusals and deadlines and dialling through every
+//! opening handshake's refusals and deadlines, the deadlines of an
+//! upgraded connection and its FIN, and dialling through every
 //! kind of proxy (the `wss://` and `https://` cases with `--features
 //! rustls`). And a measurement of dial times.
 
@@ -9,9 +10,9 @@ use std::net::TcpStream;
 use std::time::Instant;
 
 use lockgate::handshake::Proxy;
-use lockgate::{ClientOptions, Error, Message, Result, ServerOptions};
+use lockgate::{ClientOptions, CloseFrame, Error, Message, Result, ServerOptions, WebSocket};
 use lockgate_kit::conformance::dial::{self, Dialer};
-use lockgate_kit::conformance::{Blocking, Dialed, Sockets, echo_messages};
+use lockgate_kit::conformance::{Blocking, Dialed, Session, Sockets, echo_messages};
 use lockgate_kit::proxies::{ProxyKind, ProxyServer, TestCa};
 
 lockgate_kit::conformance_suite!(Blocking);
@@ -38,8 +39,26 @@ impl Sockets for BlockingSockets {
         })
     }
 
-    fn accept(tcp: TcpStream, options: ServerOptions) -> Result<()> {
-        options.accept(tcp).map(drop).map_err(Error::from)
+    fn accept(tcp: TcpStream, options: ServerOptions) -> Result<Box<dyn Session>> {
+        let ws = options.accept(tcp).map_err(Error::from)?;
+        Ok(Box::new(BlockingSession(ws)))
+    }
+}
+
+struct BlockingSession(WebSocket<TcpStream>);
+
+impl Session for BlockingSession {
+    fn read(&mut self) -> Result<Message> {
+        self.0.read()
+    }
+    fn write(&mut self, msg: Message) -> Result<()> {
+        self.0.write(msg)
+    }
+    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        self.0.close(frame)
+    }
+    fn buffered_output(&self) -> usize {
+        self.0.buffered_output()
     }
 }
 

@@ -1,10 +1,11 @@
-//! Keepalive and close deadlines of the tokio driver: on loopback TCP, what
-//! a silent peer receives and when `read` gives up on it (also from a
-//! split read half), that a peer answering pings stays connected, and the
-//! write side shut down after the closing handshake; on a paused clock,
+//! Keepalive and close deadlines of the tokio driver: on loopback TCP, a
+//! split read half giving up on a silent peer while the write half idles,
+//! and a peer answering pings staying connected; on a paused clock,
 //! the keepalive failure at exactly the time the rule says, and the pongs
 //! to keepalive pings consumed (by `read` and the `Stream`) while the
-//! application's pongs and unsolicited ones are returned.
+//! application's pongs and unsolicited ones are returned. What a silent or
+//! stalled peer gets, and the FIN after the closing handshake, are the
+//! conformance kit's cases (tests/kit.rs).
 //!
 //! Lower time bounds are what the rules in lockgate's `proto/timers.rs`
 //! guarantee (the clock starts before the `read` that arms the first
@@ -15,17 +16,13 @@ use lockgate_kit as support;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use lockgate::frame::OpCode;
-use support::{
-    PING_THEN_1011, RawPeer, STALLED_OUTPUT, client_frame, has_close, parse_frames,
-    silent_peer_cases, stalled_peer_cases, summary,
-};
+use support::{PING_THEN_1011, RawPeer, has_close, parse_frames, summary};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{sleep_until, timeout};
 use tokio_lockgate::{
-    CloseCode, Config, Error, Message, Role, ServerOptions, TimeoutKind, WebSocketContext,
-    WebSocketStream, accept_async_with, connect_async,
+    Config, Error, Message, Role, ServerOptions, TimeoutKind, WebSocketContext, WebSocketStream,
+    accept_async_with, connect_async,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -58,64 +55,6 @@ fn keepalive(interval: Duration, timeout: Duration) -> Config {
     Config::default()
         .ping_interval(Some(interval))
         .ping_timeout(Some(timeout))
-}
-
-#[tokio::test]
-async fn a_silent_peer_fails_the_read_with_a_timeout() {
-    for case in silent_peer_cases() {
-        let name = case.name;
-        let (mut ws, mut peer) = server_and_raw_peer(case.config).await;
-        let start = Instant::now();
-        if case.close_first {
-            ws.close(None).await.unwrap();
-        }
-        let result = timeout(HANG, ws.read()).await;
-        let took = start.elapsed();
-        match result {
-            Ok(Err(Error::Timeout(kind))) if kind == case.kind => {}
-            other => panic!("{name}: {other:?} after {took:?}"),
-        }
-        assert!(took >= case.at_least, "{name}: failed early, {took:?}");
-        assert!(took < case.within, "{name}: failed late, {took:?}");
-        assert!(
-            matches!(ws.read().await, Err(Error::AlreadyClosed)),
-            "{name}"
-        );
-
-        let received = peer.receive(LIMIT, has_close);
-        assert_eq!(
-            summary(&received.frames),
-            case.peer_receives,
-            "{name}: {received:?}"
-        );
-    }
-}
-
-#[tokio::test]
-async fn a_read_blocked_on_owed_output_still_fails_on_its_deadline() {
-    for case in stalled_peer_cases() {
-        let name = case.name;
-        let (mut ws, mut peer) = server_and_raw_peer(case.config).await;
-        ws.write(Message::binary(vec![0; STALLED_OUTPUT]))
-            .await
-            .unwrap();
-        assert_eq!(ws.buffered_output(), STALLED_OUTPUT + 10, "{name}: queued");
-        std::io::Write::write_all(&mut peer.stream, &case.trigger).unwrap();
-        let start = Instant::now();
-        // The frame that owes the answer is returned (its answer still
-        // owed), then the next read fails.
-        let trigger = timeout(HANG, ws.read()).await;
-        let result = timeout(HANG, ws.read()).await;
-        let took = start.elapsed();
-        assert!(matches!(trigger, Ok(Ok(_))), "{name}: {trigger:?}");
-        match result {
-            Ok(Err(Error::Timeout(kind))) if kind == case.kind => {}
-            other => panic!("{name}: {other:?} after {took:?}"),
-        }
-        assert!(took < case.within, "{name}: failed late, {took:?}");
-        // Some of the output stayed behind: the write really was blocked.
-        assert!(ws.buffered_output() > 0, "{name}: everything went out");
-    }
 }
 
 #[tokio::test]
@@ -206,32 +145,6 @@ async fn a_peer_that_answers_pings_stays_connected() {
     assert!(matches!(end, Some(Err(Error::ConnectionClosed))), "{end:?}");
     let pings = timeout(LIMIT, peer).await.unwrap().unwrap();
     assert!(pings >= 2, "the peer saw {pings} pings in {QUIET:?}");
-}
-
-#[tokio::test]
-async fn after_the_peers_close_our_write_side_is_shut_down() {
-    let (mut ws, mut peer) = server_and_raw_peer(Config::default()).await;
-    std::io::Write::write_all(
-        &mut peer.stream,
-        &client_frame(OpCode::Close, &1000u16.to_be_bytes()),
-    )
-    .unwrap();
-    match timeout(LIMIT, ws.read()).await.unwrap() {
-        Ok(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::Normal),
-        other => panic!("{other:?}"),
-    }
-    let end = timeout(LIMIT, ws.read()).await.unwrap();
-    assert!(matches!(end, Err(Error::ConnectionClosed)), "{end:?}");
-
-    // `ws` is alive: the FIN comes from the shutdown, not from a drop.
-    let received = peer.receive(LIMIT, |_| false);
-    assert_eq!(
-        summary(&received.frames),
-        [(OpCode::Close, Some(1000))],
-        "{received:?}"
-    );
-    assert!(received.ended, "no EOF after the close reply: {received:?}");
-    drop(ws);
 }
 
 /// On a paused clock the deadline is exact: the first read arms the

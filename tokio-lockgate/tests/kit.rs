@@ -2,8 +2,9 @@
 //! same cases every driver runs: over the scripted mock, the write/flush
 //! contract and the closing handshake, each call polled once and dropped
 //! when pending (so every case is also a cancellation case); over real
-//! sockets, the opening handshake's refusals and deadlines and dialling
-//! through every kind of proxy (the `wss://` and `https://` cases with
+//! sockets, the opening handshake's refusals and deadlines, the deadlines
+//! of an upgraded connection and its FIN, and dialling through every kind
+//! of proxy (the `wss://` and `https://` cases with
 //! `--features rustls`). Every call is bounded in time.
 
 use std::future::Future;
@@ -13,7 +14,9 @@ use std::task::Poll;
 use std::time::Duration;
 
 use lockgate_kit::conformance::dial::Dialer;
-use lockgate_kit::conformance::{Connection, Dialed, Driver, Sockets, echo_messages, would_block};
+use lockgate_kit::conformance::{
+    Connection, Dialed, Driver, Session, Sockets, echo_messages, would_block,
+};
 use lockgate_kit::{AsyncMock, MockStream, poll_once};
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
@@ -126,15 +129,33 @@ impl Sockets for TokioSockets {
         })
     }
 
-    fn accept(tcp: StdTcpStream, options: ServerOptions) -> Result<()> {
+    fn accept(tcp: StdTcpStream, options: ServerOptions) -> Result<Box<dyn Session>> {
         RUNTIME.block_on(async {
             tcp.set_nonblocking(true)?;
             let tcp = TcpStream::from_std(tcp)?;
-            timeout(LIMIT, accept_async_with(tcp, options))
+            let ws = timeout(LIMIT, accept_async_with(tcp, options))
                 .await
-                .unwrap_or_else(|_| panic!("no outcome within {LIMIT:?}"))
-                .map(drop)
+                .unwrap_or_else(|_| panic!("no outcome within {LIMIT:?}"))?;
+            Ok(Box::new(TokioSession(ws)) as Box<dyn Session>)
         })
+    }
+}
+
+/// Each call blocks on the runtime (the kit's cases bound them).
+struct TokioSession(WebSocketStream<TcpStream>);
+
+impl Session for TokioSession {
+    fn read(&mut self) -> Result<Message> {
+        RUNTIME.block_on(self.0.read())
+    }
+    fn write(&mut self, msg: Message) -> Result<()> {
+        RUNTIME.block_on(self.0.write(msg))
+    }
+    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        RUNTIME.block_on(self.0.close(frame))
+    }
+    fn buffered_output(&self) -> usize {
+        self.0.buffered_output()
     }
 }
 

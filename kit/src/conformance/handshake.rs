@@ -27,7 +27,9 @@ pub fn accept_drops_a_silent_client_at_the_deadline<D: Sockets>() {
     let (mut client, server) = silent_client();
     let started = Instant::now();
     let options = ServerOptions::new().config(deadline_config());
-    let error = D::accept(server, options).expect_err("a silent client cannot be accepted");
+    let error = D::accept(server, options)
+        .map(drop)
+        .expect_err("a silent client cannot be accepted");
     let took = started.elapsed();
     assert!(is_handshake_timeout(&error), "{error:?}");
     assert!(took >= DEADLINE && took < SOON, "{took:?}");
@@ -46,7 +48,7 @@ pub fn a_server_refuses_what_is_not_a_request_at_once<D: Sockets>() {
         let addr = listener.local_addr().unwrap();
         let server = thread::spawn(move || {
             let (tcp, _) = listener.accept().unwrap();
-            D::accept(tcp, ServerOptions::new())
+            D::accept(tcp, ServerOptions::new()).map(drop)
         });
         let (answer, took) = send_and_read_answer(addr, &bytes);
         let answer = String::from_utf8_lossy(&answer);
@@ -107,12 +109,25 @@ macro_rules! handshake_suite {
             a_client_refuses_what_is_not_a_response_at_once,
             a_client_gives_up_on_a_silent_server_at_the_deadline,
         );
+        $crate::handshake_suite!(@deadlines $driver;
+            a_silent_peer_fails_the_read_with_a_timeout,
+            a_read_blocked_on_owed_output_still_fails_on_its_deadline,
+            after_the_peers_close_our_write_side_is_shut_down,
+        );
     };
     (@cases $driver:ty; $($case:ident),* $(,)?) => {
         $(
             #[test]
             fn $case() {
                 $crate::conformance::handshake::$case::<$driver>();
+            }
+        )*
+    };
+    (@deadlines $driver:ty; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::deadlines::$case::<$driver>();
             }
         )*
     };

@@ -15,7 +15,8 @@
 //! The cases: the write/flush contract ([`write_flush`]) and the closing
 //! handshake ([`closing`]) over the mock; over real sockets, through a
 //! driver's [`Sockets`], the opening handshake's refusals and deadlines
-//! ([`handshake`], `handshake_suite!`) and dialling through every kind of
+//! ([`handshake`], `handshake_suite!`), the deadlines of an upgraded
+//! connection and its FIN ([`deadlines`], in the same suite), and dialling through every kind of
 //! proxy ([`dial`], `dial_suite!`, feature `tls`). What needs real sockets and time (deadlines
 //! under a stalled or silent peer, handshake refusals) is shared as case
 //! tables instead ([`stalled_peer_cases`](crate::stalled_peer_cases),
@@ -24,6 +25,7 @@
 //! drives with its own clock.
 
 pub mod closing;
+pub mod deadlines;
 #[cfg(feature = "tls")]
 pub mod dial;
 pub mod handshake;
@@ -78,8 +80,56 @@ pub trait Sockets {
     fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed>;
 
     /// Runs the server's opening handshake on `tcp` with `options`, bounded
-    /// in time; the upgraded connection, if any, is dropped.
-    fn accept(tcp: TcpStream, options: ServerOptions) -> Result<()>;
+    /// in time: the upgraded connection.
+    fn accept(tcp: TcpStream, options: ServerOptions) -> Result<Box<dyn Session>>;
+}
+
+/// An upgraded connection over a real socket, each call run to its end
+/// (an async driver blocks on it; a call that hangs is for the case to
+/// bound, see [`HangGuard`]).
+pub trait Session {
+    /// Reads the next message.
+    fn read(&mut self) -> Result<Message>;
+    /// Queues `msg`.
+    fn write(&mut self, msg: Message) -> Result<()>;
+    /// Starts the closing handshake.
+    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()>;
+    /// Bytes queued and not yet handed to the stream.
+    fn buffered_output(&self) -> usize;
+}
+
+/// Makes a call that would hang (a deadline never firing) fail instead: if
+/// not dropped within `after`, shuts `socket` (a clone of the driver's
+/// own) down, so a blocked read sees the end of the stream and a blocked
+/// write fails. Dropping it joins its thread.
+pub struct HangGuard {
+    disarm: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HangGuard {
+    /// Arms the guard on `socket`.
+    pub fn on(socket: TcpStream, after: std::time::Duration) -> Self {
+        let (disarm, disarmed) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            if disarmed.recv_timeout(after) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                let _ = socket.shutdown(std::net::Shutdown::Both);
+            }
+        });
+        Self {
+            disarm: Some(disarm),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for HangGuard {
+    fn drop(&mut self) {
+        drop(self.disarm.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// A connection [`Sockets::dial_and_echo`] made.
