@@ -18,8 +18,9 @@
 # the main clippy builds, every unit, integration and doc test of both
 # crates (the proxy and browser tests skip when their programs are absent,
 # as in a plain `cargo test`) and a fuzz smoke of every target. It installs
-# nothing, and on 2 cores with a warm target directory it takes about 5
-# minutes. The full run stays the CI command.
+# nothing, and on 2 cores with a warm target directory it takes about 3
+# minutes (2 min 47 s after a change to src/websocket.rs, 2026-11-26). The
+# full run stays the CI command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
