@@ -15,6 +15,10 @@ use lockgate_kit::conformance::dial::{self, Dialer};
 use lockgate_kit::conformance::{Blocking, Dialed, Session, Sockets, echo_messages};
 use lockgate_kit::proxies::{ProxyKind, ProxyServer, TestCa};
 
+/// The cost case measures this thread's heap.
+#[global_allocator]
+static ALLOC: lockgate_kit::CountingAlloc = lockgate_kit::CountingAlloc;
+
 lockgate_kit::conformance_suite!(Blocking);
 
 /// `ClientOptions::connect` and `ServerOptions::accept`.

@@ -64,6 +64,9 @@ pub enum ReadStep {
     /// Hand out these bytes (over several calls if the caller's buffer is
     /// smaller).
     Data(Vec<u8>),
+    /// The same, from bytes the test shares: handing them out never
+    /// allocates or frees (for heap measurements).
+    Shared(bytes::Bytes),
     WouldBlock,
     Interrupted,
     /// Return `Ok(0)`.
@@ -182,6 +185,14 @@ impl Read for MockStream {
                 buf[..n].copy_from_slice(&data[..n]);
                 if n < data.len() {
                     self.reads.push_front(ReadStep::Data(data.split_off(n)));
+                }
+                Ok(n)
+            }
+            Some(ReadStep::Shared(mut data)) => {
+                let n = data.len().min(buf.len());
+                buf[..n].copy_from_slice(&data[..n]);
+                if n < data.len() {
+                    self.reads.push_front(ReadStep::Shared(data.split_off(n)));
                 }
                 Ok(n)
             }

@@ -81,6 +81,10 @@ impl Connection for TokioConnection {
     }
 }
 
+/// The cost case measures this thread's heap.
+#[global_allocator]
+static ALLOC: lockgate_kit::CountingAlloc = lockgate_kit::CountingAlloc;
+
 lockgate_kit::conformance_suite!(Tokio);
 
 /// The runtime the socket cases run on (two workers, as a server's).

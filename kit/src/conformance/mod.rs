@@ -12,8 +12,10 @@
 //! lockgate_kit::conformance_suite!(lockgate_kit::conformance::Blocking);
 //! ```
 //!
-//! The cases: the write/flush contract ([`write_flush`]) and the closing
-//! handshake ([`closing`]) over the mock; over real sockets, through a
+//! The cases: the write/flush contract ([`write_flush`]), the closing
+//! handshake ([`closing`]) and the cost of assembling a message ([`cost`],
+//! which needs [`CountingAlloc`](crate::CountingAlloc) as the test
+//! binary's global allocator) over the mock; over real sockets, through a
 //! driver's [`Sockets`], the opening handshake's refusals and deadlines
 //! ([`handshake`], `handshake_suite!`), the deadlines of an upgraded
 //! connection and its FIN ([`deadlines`], in the same suite), and dialling through every kind of
@@ -25,6 +27,7 @@
 //! drives with its own clock.
 
 pub mod closing;
+pub mod cost;
 pub mod deadlines;
 #[cfg(feature = "tls")]
 pub mod dial;
@@ -232,6 +235,7 @@ macro_rules! conformance_suite {
             closing::the_peers_close_is_returned_echoed_and_ends_the_connection,
             closing::our_close_is_flushed_and_the_peers_reply_ends_the_connection,
             closing::a_close_reply_the_stream_cannot_take_is_sent_by_the_next_call,
+            cost::a_message_in_assembly_costs_its_bytes_whatever_the_fragmentation,
         );
     };
     (@cases $driver:ty; $($module:ident :: $case:ident),* $(,)?) => {
