@@ -97,7 +97,7 @@ pub enum FlushStep {
 ///
 /// Reads: the `reads` script, then `WouldBlock` forever (so a test cannot
 /// hang). Writes and flushes: the scripts, then accept everything.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct MockStream {
     pub reads: VecDeque<ReadStep>,
     pub writes: VecDeque<WriteStep>,

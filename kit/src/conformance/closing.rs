@@ -69,9 +69,10 @@ pub fn our_close_is_flushed_and_the_peers_reply_ends_the_connection<D: Driver>()
     assert_eq!(&frames[1].payload[2..], b"restarting");
     assert!(ws.write(Message::text("after close")).is_err());
 
-    ws.mock_mut()
-        .push_input(client_frame(OpCode::Close, &1001u16.to_be_bytes()));
-    ws.mock_mut().reads.push_back(ReadStep::Eof);
+    ws.script(|mock| {
+        mock.push_input(client_frame(OpCode::Close, &1001u16.to_be_bytes()));
+        mock.reads.push_back(ReadStep::Eof);
+    });
     assert!(matches!(ws.read(), Ok(Message::Close(Some(_)))));
     assert!(matches!(ws.read(), Err(Error::ConnectionClosed)));
     assert_eq!(
@@ -93,7 +94,7 @@ pub fn a_close_reply_the_stream_cannot_take_is_sent_by_the_next_call<D: Driver>(
     assert!(matches!(ws.read(), Ok(Message::Close(Some(_)))));
     assert!(ws.mock().written.is_empty());
     assert!(ws.buffered_output() > 0, "the reply waits");
-    ws.mock_mut().write_blocked = false;
+    ws.script(|mock| mock.write_blocked = false);
     let ended = until_done(|| match ws.read() {
         Err(Error::ConnectionClosed) => Ok(true),
         Err(e) => Err(e),

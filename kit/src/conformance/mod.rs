@@ -58,10 +58,31 @@ pub trait Connection {
     fn close(&mut self, frame: Option<CloseFrame>) -> Result<()>;
     /// Bytes queued and not yet handed to the stream.
     fn buffered_output(&self) -> usize;
-    /// The stream, to read what was written.
-    fn mock(&self) -> &MockStream;
-    /// The stream, to script what comes next.
-    fn mock_mut(&mut self) -> &mut MockStream;
+    /// The stream, to read what was written (a copy where the driver
+    /// cannot lend it, as split halves cannot).
+    fn mock(&self) -> MockView<'_>;
+    /// Changes the stream's script (what comes next).
+    fn script(&mut self, change: impl FnOnce(&mut MockStream));
+}
+
+/// The stream of a [`Connection`], lent or copied.
+#[derive(Debug)]
+pub enum MockView<'a> {
+    /// The driver's own stream.
+    Lent(&'a MockStream),
+    /// A copy, taken when asked for.
+    Copied(Box<MockStream>),
+}
+
+impl std::ops::Deref for MockView<'_> {
+    type Target = MockStream;
+
+    fn deref(&self) -> &MockStream {
+        match self {
+            MockView::Lent(stream) => stream,
+            MockView::Copied(stream) => stream,
+        }
+    }
 }
 
 /// A driver: how it opens a connection over a scripted stream.
@@ -182,11 +203,11 @@ impl Connection for WebSocket<MockStream> {
     fn buffered_output(&self) -> usize {
         WebSocket::buffered_output(self)
     }
-    fn mock(&self) -> &MockStream {
-        self.get_ref()
+    fn mock(&self) -> MockView<'_> {
+        MockView::Lent(self.get_ref())
     }
-    fn mock_mut(&mut self) -> &mut MockStream {
-        self.get_mut()
+    fn script(&mut self, change: impl FnOnce(&mut MockStream)) {
+        change(self.get_mut());
     }
 }
 

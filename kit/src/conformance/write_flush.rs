@@ -130,9 +130,9 @@ pub fn pong_is_flushed_on_the_next_read_even_behind_unflushed_data<D: Driver>() 
 pub fn only_the_newest_unsent_pong_is_kept<D: Driver>() {
     let mut ws = server::<D>(MockStream::new());
     // Writes block, so the first pong cannot leave while more pings arrive.
-    ws.mock_mut().write_blocked = true;
+    ws.script(|mock| mock.write_blocked = true);
     for i in 0..100u8 {
-        ws.mock_mut().push_input(client_frame(OpCode::Ping, &[i]));
+        ws.script(|mock| mock.push_input(client_frame(OpCode::Ping, &[i])));
     }
     for i in 0..100u8 {
         assert_eq!(ws.read().unwrap(), Message::Ping(vec![i].into()));
@@ -141,7 +141,7 @@ pub fn only_the_newest_unsent_pong_is_kept<D: Driver>() {
         ws.buffered_output() < 10,
         "a ping flood must not grow the out buffer"
     );
-    ws.mock_mut().write_blocked = false;
+    ws.script(|mock| mock.write_blocked = false);
     ws.flush().unwrap();
     let frames = parse_frames(&ws.mock().written);
     let pongs: Vec<_> = frames
@@ -160,14 +160,14 @@ pub fn a_ping_read_while_writes_block_gets_its_pong_out_first_thing_after_unbloc
     let mut ws = server::<D>(stream);
     ws.write(Message::text("user data")).unwrap();
     assert!(ws.flush().unwrap_err().is_would_block());
-    ws.mock_mut().push_input(client_frame(OpCode::Ping, b"p"));
+    ws.script(|mock| mock.push_input(client_frame(OpCode::Ping, b"p")));
     assert_eq!(
         ws.read().unwrap(),
         Message::Ping("p".into()),
         "a blocked write does not fail the read"
     );
     assert_eq!(ws.mock().written.len(), 0);
-    ws.mock_mut().write_blocked = false;
+    ws.script(|mock| mock.write_blocked = false);
     // The next call of any kind (here: a read with nothing to read) writes
     // the user data and the pong, and flushes.
     assert!(ws.read().unwrap_err().is_would_block());
@@ -187,7 +187,7 @@ pub fn pong_is_flushed_by_the_next_write_too<D: Driver>() {
     stream.push_input(client_frame(OpCode::Ping, b"x"));
     let mut ws = server::<D>(stream);
     ws.read().unwrap();
-    ws.mock_mut().write_blocked = false;
+    ws.script(|mock| mock.write_blocked = false);
     ws.write(Message::text("after")).unwrap();
     let stream = ws.mock();
     assert_eq!(stream.flush_calls, 1, "the owed pong is flushed by write");
@@ -249,7 +249,7 @@ pub fn a_write_after_a_flush_that_would_block_does_not_flush<D: Driver>() {
         let mut ws = server::<D>(stream);
         ws.write(Message::text("queued")).unwrap();
         assert!(ws.flush().unwrap_err().is_would_block());
-        ws.mock_mut().flushes.push_back(step);
+        ws.script(|mock| mock.flushes.push_back(step));
         for _ in 0..3 {
             ws.write(Message::text("more")).unwrap();
         }
