@@ -385,28 +385,20 @@ macro_rules! rustls_dialer_items {
 #[macro_export]
 macro_rules! dial_suite {
     ($dialer:ty) => {
-        $crate::dial_suite!(@cases $dialer;
-            echo_through_an_http_proxy,
-            echo_through_an_https_proxy,
-            echo_through_a_socks5_proxy_the_client_resolving,
-            echo_through_a_socks5h_proxy_the_proxy_resolving,
-            basic_auth_set_on_the_proxy_is_sent,
-            missing_or_wrong_credentials_are_refused_naming_the_proxy,
-            refusals_carry_the_proxy_status,
-            only_a_socks5h_proxy_is_asked_to_resolve_the_name,
-            silent_peers_are_cut_short_by_the_handshake_timeout,
-            proxy_from_env_honours_no_proxy,
-            a_tls_server_sees_close_notify_then_eof_after_the_closing_handshake,
-            an_absent_proxy_is_named_in_the_error,
-            a_refused_direct_connection_names_the_server,
+        $crate::__kit_cases!($dialer;
+            dial::echo_through_an_http_proxy,
+            dial::echo_through_an_https_proxy,
+            dial::echo_through_a_socks5_proxy_the_client_resolving,
+            dial::echo_through_a_socks5h_proxy_the_proxy_resolving,
+            dial::basic_auth_set_on_the_proxy_is_sent,
+            dial::missing_or_wrong_credentials_are_refused_naming_the_proxy,
+            dial::refusals_carry_the_proxy_status,
+            dial::only_a_socks5h_proxy_is_asked_to_resolve_the_name,
+            dial::silent_peers_are_cut_short_by_the_handshake_timeout,
+            dial::proxy_from_env_honours_no_proxy,
+            dial::a_tls_server_sees_close_notify_then_eof_after_the_closing_handshake,
+            dial::an_absent_proxy_is_named_in_the_error,
+            dial::a_refused_direct_connection_names_the_server,
         );
-    };
-    (@cases $dialer:ty; $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $crate::conformance::dial::$case::<$dialer>();
-            }
-        )*
     };
 }

@@ -103,32 +103,14 @@ pub fn a_client_gives_up_on_a_silent_server_at_the_deadline<D: Sockets>() {
 #[macro_export]
 macro_rules! handshake_suite {
     ($driver:ty) => {
-        $crate::handshake_suite!(@cases $driver;
-            accept_drops_a_silent_client_at_the_deadline,
-            a_server_refuses_what_is_not_a_request_at_once,
-            a_client_refuses_what_is_not_a_response_at_once,
-            a_client_gives_up_on_a_silent_server_at_the_deadline,
+        $crate::__kit_cases!($driver;
+            handshake::accept_drops_a_silent_client_at_the_deadline,
+            handshake::a_server_refuses_what_is_not_a_request_at_once,
+            handshake::a_client_refuses_what_is_not_a_response_at_once,
+            handshake::a_client_gives_up_on_a_silent_server_at_the_deadline,
+            deadlines::a_silent_peer_fails_the_read_with_a_timeout,
+            deadlines::a_read_blocked_on_owed_output_still_fails_on_its_deadline,
+            deadlines::after_the_peers_close_our_write_side_is_shut_down,
         );
-        $crate::handshake_suite!(@deadlines $driver;
-            a_silent_peer_fails_the_read_with_a_timeout,
-            a_read_blocked_on_owed_output_still_fails_on_its_deadline,
-            after_the_peers_close_our_write_side_is_shut_down,
-        );
-    };
-    (@cases $driver:ty; $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $crate::conformance::handshake::$case::<$driver>();
-            }
-        )*
-    };
-    (@deadlines $driver:ty; $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $crate::conformance::deadlines::$case::<$driver>();
-            }
-        )*
     };
 }

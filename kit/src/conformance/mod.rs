@@ -234,12 +234,27 @@ fn until_done<T>(mut call: impl FnMut() -> Result<T>) -> T {
     panic!("still would-block after 100 calls");
 }
 
+/// One `#[test]` per `module::case` of the kit, running it for `$driver`:
+/// what every suite macro expands to.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kit_cases {
+    ($driver:ty; $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::$module::$case::<$driver>();
+            }
+        )*
+    };
+}
+
 /// The `#[test]` functions running every case of the kit for `$driver`
 /// (a type implementing [`Driver`]).
 #[macro_export]
 macro_rules! conformance_suite {
     ($driver:ty) => {
-        $crate::conformance_suite!(@cases $driver;
+        $crate::__kit_cases!($driver;
             write_flush::many_writes_then_one_flush_cost_one_socket_flush,
             write_flush::write_touches_the_socket_only_at_write_buffer_size,
             write_flush::a_message_with_a_body_goes_out_in_one_write_call,
@@ -258,13 +273,5 @@ macro_rules! conformance_suite {
             closing::a_close_reply_the_stream_cannot_take_is_sent_by_the_next_call,
             cost::a_message_in_assembly_costs_its_bytes_whatever_the_fragmentation,
         );
-    };
-    (@cases $driver:ty; $($module:ident :: $case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $crate::conformance::$module::$case::<$driver>();
-            }
-        )*
     };
 }
