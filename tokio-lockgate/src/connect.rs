@@ -13,23 +13,22 @@
 //!
 //! [`HandshakeDriver`]: lockgate::handshake::HandshakeDriver
 
-use std::future::Future;
 use std::io;
 use std::time::Instant;
 
+use async_lockgate::driver::{self, exchange};
+
 use lockgate::dial::{DialStep, Route};
 use lockgate::handshake::client::Response;
-use lockgate::handshake::{Callback, Exchange, IntoClientRequest, Step};
+use lockgate::handshake::{Callback, Exchange, IntoClientRequest};
 use lockgate::protocol::WebSocketConfig;
 use lockgate::{ClientOptions, Connector, Error, Result, ServerOptions, TimeoutKind};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+use crate::runtime::Tokio;
 use crate::stream::WebSocketStream;
 use crate::tls::{MaybeTlsStream, secure, wrap_stream};
-
-/// How much one handshake read asks for.
-const HANDSHAKE_READ: usize = 4096;
 
 /// Accepts a WebSocket upgrade on `stream` with the default
 /// [`Config`](lockgate::Config) (within its 30 s handshake deadline).
@@ -138,15 +137,14 @@ where
 /// # drop(ws); Ok(()) }
 /// ```
 pub async fn accept_async_with<S, C>(
-    mut stream: S,
+    stream: S,
     options: ServerOptions<C>,
 ) -> Result<WebSocketStream<S>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     C: Callback,
 {
-    let opened = drive(&mut stream, options.handshake(now())).await?;
-    Ok(WebSocketStream::from_context(stream, opened.context))
+    driver::accept_with(stream, options).await
 }
 
 /// Performs the client handshake for `request` over an already connected
@@ -192,18 +190,14 @@ where
 /// As for [`client_async`].
 pub async fn client_async_with<R, S>(
     request: R,
-    mut stream: S,
+    stream: S,
     options: ClientOptions,
 ) -> Result<(WebSocketStream<S>, Response)>
 where
     R: IntoClientRequest,
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let opened = drive(&mut stream, options.handshake(request, now())?).await?;
-    Ok((
-        WebSocketStream::from_context(stream, opened.context),
-        opened.response.map(|()| None),
-    ))
+    driver::client_with(request, stream, options).await
 }
 
 /// [`client_async`] over `stream` secured first with TLS for a `wss://`
@@ -406,7 +400,7 @@ async fn dial<R: IntoClientRequest>(
     let handshake = options.handshake(request, now())?;
     let deadline = handshake.deadline();
     let mut stream = open(&route, &steps, connector.as_ref(), nodelay, deadline).await?;
-    let opened = drive(&mut stream, handshake).await?;
+    let opened = exchange::<Tokio, _, _>(&mut stream, handshake).await?;
     // The TCP peer (the proxy, through one) in the connection's span.
     #[cfg(feature = "tracing")]
     let opened = {
@@ -467,7 +461,7 @@ pub(crate) async fn open(
                 DialStep::Tunnel => {
                     let tunnel = route.tunnel(resolved, deadline).expect("a proxy's step");
                     let transport = stream.as_mut().expect("Connect comes first");
-                    drive(transport, tunnel).await?;
+                    exchange::<Tokio, _, _>(transport, tunnel).await?;
                 }
                 DialStep::Handshake => break,
             }
@@ -481,68 +475,27 @@ pub(crate) async fn open(
 
 /// Runs a client `handshake` over `stream` and opens the connection.
 pub(crate) async fn finish_client<S, E>(
-    mut stream: S,
+    stream: S,
     handshake: E,
 ) -> Result<(WebSocketStream<S>, Response)>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     E: Exchange<Outcome = Result<Box<lockgate::handshake::Opened>>>,
 {
-    let opened = drive(&mut stream, handshake).await?;
-    Ok((
-        WebSocketStream::from_context(stream, opened.context),
-        opened.response.map(|()| None),
-    ))
+    driver::finish_client(stream, handshake).await
 }
 
-/// Runs `handshake` (or a proxy's tunnel) over `stream` until it is over:
-/// does what each step says, racing every wait against the deadline.
-async fn drive<S, E>(stream: &mut S, mut handshake: E) -> E::Outcome
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-    E: Exchange,
-{
-    // On the heap: a future holding the buffer would keep its size for
-    // the life of the task that awaited it.
-    let mut buf = vec![0u8; HANDSHAKE_READ];
-    loop {
-        match handshake.poll(now()) {
-            Step::Transmit(bytes) => {
-                match until(handshake.deadline(), write_all_and_flush(stream, &bytes)).await {
-                    Some(Ok(())) => {}
-                    Some(Err(error)) => handshake.transmit_failed(error.into()),
-                    None => handshake.handle_timeout(now()),
-                }
-            }
-            Step::Receive { deadline } => match until(deadline, stream.read(&mut buf)).await {
-                Some(Ok(n)) => handshake.receive(&buf[..n], now()),
-                Some(Err(error)) => handshake.read_failed(error.into(), now()),
-                None => handshake.handle_timeout(now()),
-            },
-            Step::Done(result) => return result,
-        }
-    }
-}
-
-/// `future`, unless `deadline` comes first (`None`).
-pub(crate) async fn until<F: Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
-    match deadline {
-        None => Some(future.await),
-        Some(deadline) => tokio::time::timeout_at(deadline.into(), future).await.ok(),
-    }
+/// `future`, unless `deadline` comes first (`None`), on tokio's timer.
+pub(crate) async fn until<F: std::future::Future>(
+    deadline: Option<Instant>,
+    future: F,
+) -> Option<F::Output> {
+    driver::until::<Tokio, _>(deadline, future).await
 }
 
 /// tokio's clock, as the handshake takes it (so paused-clock tests move it).
 pub(crate) fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
-
-async fn write_all_and_flush<S: AsyncWrite + Unpin>(
-    stream: &mut S,
-    bytes: &[u8],
-) -> io::Result<()> {
-    stream.write_all(bytes).await?;
-    stream.flush().await
+    <Tokio as async_lockgate::runtime::Runtime>::now()
 }
 
 #[cfg(test)]

@@ -126,11 +126,11 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub mod axum;
 mod connect;
-mod core;
 pub mod drain;
 #[cfg(feature = "hyper")]
 mod h2_dial;
 pub mod hub;
+mod runtime;
 mod split;
 mod stream;
 mod tls;
@@ -152,6 +152,7 @@ pub use lockgate::{
     Message, PreparedMessage, ProtocolError, RateLimit, RatePolicy, Result, Role, ServerOptions,
     TimeoutKind, Utf8Bytes, WebSocketConfig, WebSocketContext, deflate, handshake, http,
 };
+pub use runtime::Tokio;
 pub use split::{WebSocketReadHalf, WebSocketWriteHalf};
 pub use stream::{SendFlush, WebSocketStream};
 pub use tls::MaybeTlsStream;

@@ -7,153 +7,35 @@
 //! of proxy (the `wss://` and `https://` cases with
 //! `--features rustls`). Every call is bounded in time.
 
-use std::cell::RefCell;
-use std::future::Future;
 use std::net::TcpStream as StdTcpStream;
 use std::sync::LazyLock;
-use std::task::Poll;
 use std::time::Duration;
 
 use lockgate_kit::conformance::dial::Dialer;
-use lockgate_kit::conformance::{
-    Connection, Dialed, Driver, MockView, Session, Sockets, echo_messages, would_block,
-};
-use lockgate_kit::{AsyncMock, MockStream, poll_once};
+use lockgate_kit::conformance::{Dialed, Session, Sockets, echo_messages};
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tokio::time::timeout;
 use tokio_lockgate::{
-    ClientOptions, CloseFrame, Config, Message, Result, Role, ServerOptions, WebSocketContext,
-    WebSocketReadHalf, WebSocketStream, WebSocketWriteHalf, accept_async_with, connect_async_with,
+    ClientOptions, CloseFrame, Message, Result, ServerOptions, Tokio, WebSocketStream,
+    accept_async_with, connect_async_with,
 };
 
 /// The most any one dial, handshake or exchange may take.
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// [`WebSocketStream`] over the kit's mock.
-struct Tokio;
-
-struct TokioConnection(WebSocketStream<AsyncMock>);
-
-/// The call's outcome if it completes in one poll; would-block if not
-/// (the future is dropped, as a timeout around it would).
-fn at_once<T>(call: impl Future<Output = Result<T>>) -> Result<T> {
-    match poll_once(call) {
-        Poll::Ready(outcome) => outcome,
-        Poll::Pending => Err(would_block()),
-    }
-}
-
-impl Driver for Tokio {
-    type Connection = TokioConnection;
-
-    fn open(stream: MockStream, role: Role, config: Config) -> TokioConnection {
-        TokioConnection(WebSocketStream::from_context(
-            AsyncMock(stream),
-            WebSocketContext::new(role, config),
-        ))
-    }
-}
-
-impl Connection for TokioConnection {
-    fn read(&mut self) -> Result<Message> {
-        at_once(self.0.read())
-    }
-    fn write(&mut self, msg: Message) -> Result<()> {
-        at_once(self.0.write(msg))
-    }
-    fn flush(&mut self) -> Result<()> {
-        at_once(self.0.flush())
-    }
-    fn send(&mut self, msg: Message) -> Result<()> {
-        at_once(self.0.send(msg))
-    }
-    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
-        at_once(self.0.close(frame))
-    }
-    fn buffered_output(&self) -> usize {
-        self.0.buffered_output()
-    }
-    fn mock(&self) -> MockView<'_> {
-        MockView::Lent(&self.0.get_ref().0)
-    }
-    fn script(&mut self, change: impl FnOnce(&mut MockStream)) {
-        change(&mut self.0.get_mut().0);
-    }
-}
-
-/// The split halves of a [`WebSocketStream`] over the kit's mock: reads
-/// through the read half, everything else through the write half.
-struct TokioSplit;
-
-type Halves = (WebSocketWriteHalf<AsyncMock>, WebSocketReadHalf<AsyncMock>);
-
-/// The halves, rejoined for a moment when the case looks at the stream.
-struct SplitConnection(RefCell<Option<Halves>>);
-
-impl SplitConnection {
-    fn rejoined<T>(&self, look: impl FnOnce(&mut WebSocketStream<AsyncMock>) -> T) -> T {
-        let (write, read) = self.0.borrow_mut().take().expect("split");
-        let mut ws = read.reunite(write).expect("halves of one stream");
-        let seen = look(&mut ws);
-        *self.0.borrow_mut() = Some(ws.into_split());
-        seen
-    }
-
-    fn halves(&mut self) -> &mut Halves {
-        self.0.get_mut().as_mut().expect("split")
-    }
-}
-
-impl Driver for TokioSplit {
-    type Connection = SplitConnection;
-
-    fn open(stream: MockStream, role: Role, config: Config) -> SplitConnection {
-        let ws =
-            WebSocketStream::from_context(AsyncMock(stream), WebSocketContext::new(role, config));
-        SplitConnection(RefCell::new(Some(ws.into_split())))
-    }
-}
-
-impl Connection for SplitConnection {
-    fn read(&mut self) -> Result<Message> {
-        at_once(self.halves().1.read())
-    }
-    fn write(&mut self, msg: Message) -> Result<()> {
-        at_once(self.halves().0.write(msg))
-    }
-    fn flush(&mut self) -> Result<()> {
-        at_once(self.halves().0.flush())
-    }
-    fn send(&mut self, msg: Message) -> Result<()> {
-        at_once(self.halves().0.send(msg))
-    }
-    fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
-        at_once(self.halves().0.close(frame))
-    }
-    fn buffered_output(&self) -> usize {
-        self.0.borrow().as_ref().expect("split").0.buffered_output()
-    }
-    fn mock(&self) -> MockView<'_> {
-        MockView::Copied(Box::new(self.rejoined(|ws| ws.get_ref().0.clone())))
-    }
-    fn script(&mut self, change: impl FnOnce(&mut MockStream)) {
-        self.rejoined(|ws| change(&mut ws.get_mut().0));
-    }
-}
-
 /// The cost case measures this thread's heap.
 #[global_allocator]
 static ALLOC: lockgate_kit::CountingAlloc = lockgate_kit::CountingAlloc;
 
-/// The whole stream.
+/// The whole stream (the kit's connection of the async driver, on tokio).
 mod whole {
-    lockgate_kit::conformance_suite!(super::Tokio);
+    lockgate_kit::conformance_suite!(lockgate_kit::AsyncWhole<super::Tokio>);
 }
 
 /// The split halves, against the same contract.
 mod split {
-    lockgate_kit::conformance_suite!(super::TokioSplit);
+    lockgate_kit::conformance_suite!(lockgate_kit::AsyncSplit<super::Tokio>);
 }
 
 /// The runtime the socket cases run on (two workers, as a server's).

@@ -11,8 +11,8 @@ use lockgate::{CloseFrame, Error, Message, Result};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Registration;
-use crate::stream::stream_item;
 use crate::{WebSocketReadHalf, WebSocketStream, WebSocketWriteHalf};
+use async_lockgate::driver::stream_item;
 
 /// A connection registered with a [`Drain`](super::Drain): a
 /// [`WebSocketStream`] or a [`WebSocketReadHalf`] whose `read` (and

@@ -3,44 +3,63 @@
 //! when the stream (or a deadline) says so. Nothing here knows the
 //! protocol; the context decides everything.
 
+use std::fmt;
 use std::future::Future;
-use std::io;
+use std::io::{self, IoSlice};
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use lockgate::{Buf, Message, Next, Operation, Result, WebSocketContext};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::time::{Instant, Sleep, sleep_until};
-use tokio_util::io::{poll_read_buf, poll_write_buf};
+
+use crate::runtime::{Runtime, Transport};
+
+/// The most slices one vectored write hands the stream (the usual
+/// operating systems' limit is 1,024; a burst of small frames is one
+/// slice).
+const MAX_SLICES: usize = 64;
 
 /// A stream, the protocol state driving it, and the timer for its next
-/// deadline.
+/// deadline, on runtime `R`.
 ///
 /// All progress lives in the context (bytes read are committed, bytes
 /// written are consumed), so a future built on [`Core::poll_read`] or
 /// [`Core::poll_write`] can be dropped at any `Pending` without losing
 /// anything.
-#[derive(Debug)]
-pub(crate) struct Core<S> {
+pub(crate) struct Core<S, R: Runtime> {
     pub(crate) stream: S,
     pub(crate) context: WebSocketContext,
     /// Armed for the context's next deadline while a read waits. Boxed:
-    /// `Sleep` is not `Unpin`, and a connection without deadlines never
-    /// allocates it.
-    timer: Option<Pin<Box<Sleep>>>,
+    /// a timer need not be `Unpin`, and a connection without deadlines
+    /// never allocates it.
+    timer: Option<Pin<Box<R::Timer>>>,
+    /// The runtime's functions only: no `R` is held, so `Core` is `Send`
+    /// and `Sync` whatever `R` is.
+    runtime: PhantomData<fn() -> R>,
 }
 
-impl<S> Core<S> {
+impl<S: fmt::Debug, R: Runtime> fmt::Debug for Core<S, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Core")
+            .field("stream", &self.stream)
+            .field("context", &self.context)
+            .field("timer_armed", &self.timer.is_some())
+            .finish()
+    }
+}
+
+impl<S, R: Runtime> Core<S, R> {
     pub(crate) fn new(stream: S, context: WebSocketContext) -> Self {
         Self {
             stream,
             context,
             timer: None,
+            runtime: PhantomData,
         }
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
+impl<S: Unpin, R: Transport<S>> Core<S, R> {
     /// Runs a read until it has a message or must wait.
     ///
     /// The read and the timer register `cx`; output owed on the way
@@ -117,35 +136,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
                     // frames) goes out with a plain write, several with one
                     // vectored write.
                     let written = if output.chunk().len() == output.remaining() {
-                        stream.poll_write(wcx, output.chunk()).map_ok(|n| {
-                            output.advance(n);
-                            n
-                        })
+                        R::poll_write(stream, wcx, output.chunk())
                     } else {
-                        poll_write_buf(stream, wcx, &mut output)
+                        let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+                        let filled = output.chunks_vectored(&mut slices);
+                        R::poll_write_vectored(stream, wcx, &slices[..filled])
                     };
                     written.map(|written| match written? {
                         0 => Err(io::ErrorKind::WriteZero.into()),
-                        _ => Ok(()),
-                    })
-                }
-                Next::Flush => stream.poll_flush(wcx).map_ok(|()| context.flushed()),
-                Next::Receive => {
-                    let polled = poll_read_buf(stream, cx, &mut context.input_buffer());
-                    let n = match polled {
-                        Poll::Ready(Ok(n)) => n,
-                        _ => 0,
-                    };
-                    context.input_appended(n);
-                    polled.map_ok(|n| {
-                        if n == 0 {
-                            context.input_ended();
+                        n => {
+                            output.advance(n);
+                            Ok(())
                         }
                     })
                 }
+                Next::Flush => R::poll_flush(stream, wcx).map_ok(|()| context.flushed()),
+                Next::Receive => R::poll_receive(stream, cx, context).map_ok(|n| {
+                    if n == 0 {
+                        context.input_ended();
+                    }
+                }),
                 // A failed shutdown changes nothing: the closing handshake
                 // is complete either way.
-                Next::Shutdown => stream.poll_shutdown(wcx).map(|_| {
+                Next::Shutdown => R::poll_shutdown(stream, wcx).map(|_| {
                     context.shut_down();
                     Ok(())
                 }),
@@ -177,31 +190,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Core<S> {
     /// does once per keepalive interval, not per message (once per message
     /// read while a rate limit throttles).
     fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
-        // tokio's clock, so tests with a paused runtime drive deadlines.
-        let now = Instant::now();
-        let Some(deadline) = self.context.waiting(now.into_std()) else {
+        // The runtime's clock, so tests with a paused clock drive deadlines.
+        let now = R::now();
+        let Some(deadline) = self.context.waiting(now) else {
             return false;
         };
-        let deadline = Instant::from_std(deadline);
         let timer = match &mut self.timer {
             Some(timer) => {
-                if timer.deadline() != deadline {
-                    timer.as_mut().reset(deadline);
+                if R::deadline(timer) != deadline {
+                    R::reset(timer.as_mut(), deadline);
                 }
                 timer
             }
-            // Polled outside a runtime (a hand-rolled executor): no timer
-            // to wait on, so deadlines are handled when a read returns.
-            None if tokio::runtime::Handle::try_current().is_err() => return false,
-            None => self.timer.insert(Box::pin(sleep_until(deadline))),
+            None => match R::timer_at(deadline) {
+                Some(timer) => self.timer.insert(Box::pin(timer)),
+                // No timer to wait on (tokio's, polled outside a runtime):
+                // deadlines are handled when a read returns.
+                None => return false,
+            },
         };
         if deadline > now && timer.as_mut().poll(cx).is_pending() {
             return false;
         }
         // The timer fired, so the deadline passed, whatever rounding the
         // clock reading below suffers.
-        self.context
-            .handle_timeout(Instant::now().max(deadline).into_std());
+        self.context.handle_timeout(R::now().max(deadline));
         true
     }
 }

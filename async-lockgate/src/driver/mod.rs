@@ -1,0 +1,17 @@
+//! The async driver, written once for every runtime: a connection
+//! ([`WebSocketStream`]), its split halves, and the opening handshake, each
+//! generic over the runtime `R` that moves the bytes and keeps the time
+//! ([`Transport`](crate::runtime::Transport)).
+//!
+//! Use it through a runtime's names: this crate's root for `futures-io`
+//! streams, or `tokio_lockgate` for tokio's. Code generic over runtimes
+//! names these types with the runtime as a parameter.
+
+mod core;
+mod handshake;
+mod split;
+mod stream;
+
+pub use handshake::{accept_with, client_with, exchange, finish_client, until};
+pub use split::{WebSocketReadHalf, WebSocketWriteHalf};
+pub use stream::{SendFlush, WebSocketStream, stream_item};

@@ -1,0 +1,133 @@
+//! The names a `futures-io` program uses: the driver instantiated for
+//! [`FuturesIo`], under async-tungstenite's names.
+
+use futures_io::{AsyncRead, AsyncWrite};
+use lockgate::handshake::client::Response;
+use lockgate::handshake::{Callback, IntoClientRequest};
+use lockgate::{ClientOptions, Result, ServerOptions, WebSocketConfig};
+
+use crate::driver;
+use crate::futures_io::FuturesIo;
+
+/// A WebSocket connection over a `futures-io` stream (see
+/// [`driver::WebSocketStream`] for its methods).
+pub type WebSocketStream<S> = driver::WebSocketStream<S, FuturesIo>;
+/// The `send` and `flush` of a [`WebSocketStream`], reached through
+/// `Deref` (see [`driver::SendFlush`]).
+pub type SendFlush<S> = driver::SendFlush<S, FuturesIo>;
+/// The reading half of [`WebSocketStream::into_split`].
+pub type WebSocketReadHalf<S> = driver::WebSocketReadHalf<S, FuturesIo>;
+/// The writing half of [`WebSocketStream::into_split`].
+pub type WebSocketWriteHalf<S> = driver::WebSocketWriteHalf<S, FuturesIo>;
+
+/// Accepts a WebSocket upgrade on `stream` with the default
+/// [`Config`](lockgate::Config) (within its 30 s handshake deadline).
+///
+/// # Errors
+///
+/// As for [`driver::accept_with`].
+pub async fn accept_async<S>(stream: S) -> Result<WebSocketStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    driver::accept_with(stream, ServerOptions::new()).await
+}
+
+/// [`accept_async`] with a configuration (`None`: the defaults).
+///
+/// # Errors
+///
+/// As for [`accept_async`].
+pub async fn accept_async_with_config<S>(
+    stream: S,
+    config: Option<WebSocketConfig>,
+) -> Result<WebSocketStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    driver::accept_with(stream, ServerOptions::new().config(config.into())).await
+}
+
+/// Accepts an upgrade, letting `callback` inspect the request and shape or
+/// refuse the response. The Origin policy
+/// ([`ServerOptions::origin_policy`]) runs first.
+///
+/// # Errors
+///
+/// As for [`accept_async`]; a refusal is
+/// [`Error::Http`](lockgate::Error::Http), after the callback's response
+/// was written.
+pub async fn accept_hdr_async<S, C>(stream: S, callback: C) -> Result<WebSocketStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    C: Callback,
+{
+    driver::accept_with(stream, ServerOptions::new().callback(callback)).await
+}
+
+/// Accepts a WebSocket upgrade on `stream` with `options` (config,
+/// callback, Origin policy), within the config's handshake deadline.
+///
+/// # Errors
+///
+/// As for [`driver::accept_with`].
+pub async fn accept_async_with<S, C>(
+    stream: S,
+    options: ServerOptions<C>,
+) -> Result<WebSocketStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    C: Callback,
+{
+    driver::accept_with(stream, options).await
+}
+
+/// The client handshake for `request` over an already connected `stream`,
+/// with the default [`Config`](lockgate::Config).
+///
+/// # Errors
+///
+/// As for [`driver::client_with`].
+pub async fn client_async<R, S>(request: R, stream: S) -> Result<(WebSocketStream<S>, Response)>
+where
+    R: IntoClientRequest,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    driver::client_with(request, stream, ClientOptions::new()).await
+}
+
+/// [`client_async`] with a configuration (`None`: the defaults).
+///
+/// # Errors
+///
+/// As for [`client_async`].
+pub async fn client_async_with_config<R, S>(
+    request: R,
+    stream: S,
+    config: Option<WebSocketConfig>,
+) -> Result<(WebSocketStream<S>, Response)>
+where
+    R: IntoClientRequest,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    driver::client_with(request, stream, ClientOptions::new().config(config.into())).await
+}
+
+/// The client handshake over `stream` with `options`' config, within its
+/// handshake deadline. The stream is used as it is: proxies and TLS are
+/// the application's.
+///
+/// # Errors
+///
+/// As for [`client_async`].
+pub async fn client_async_with<R, S>(
+    request: R,
+    stream: S,
+    options: ClientOptions,
+) -> Result<(WebSocketStream<S>, Response)>
+where
+    R: IntoClientRequest,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    driver::client_with(request, stream, options).await
+}

@@ -1,0 +1,103 @@
+//! The seam between the async driver and a runtime: a clock, a timer, and
+//! how the runtime's streams move bytes.
+//!
+//! Everything else (the loop that asks lockgate's sans-IO
+//! [`WebSocketContext`] what to do, the connection and its split halves,
+//! the opening handshake) is written once in [`driver`](crate::driver),
+//! generic over a [`Transport`]. A runtime is a marker type implementing
+//! these two traits; [`FuturesIo`](crate::FuturesIo) (this crate) and
+//! `tokio_lockgate::Tokio` are the two there are.
+
+use std::future::Future;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use lockgate::WebSocketContext;
+
+/// A clock and a timer: what the driver needs to enforce deadlines (the
+/// handshake's, keepalive, the closing handshake's, rate limits).
+pub trait Runtime {
+    /// A timer that completes at an instant, and can be moved to another.
+    type Timer: Future;
+
+    /// The clock deadlines are measured on (a runtime with a test clock
+    /// returns that clock's time).
+    fn now() -> Instant;
+
+    /// A timer completing at `deadline`, or `None` where none can be had
+    /// (tokio's outside a runtime): deadlines are then handled only when a
+    /// wait ends for another reason.
+    fn timer_at(deadline: Instant) -> Option<Self::Timer>;
+
+    /// The instant `timer` completes at.
+    fn deadline(timer: &Self::Timer) -> Instant;
+
+    /// Moves `timer` to `deadline`.
+    fn reset(timer: Pin<&mut Self::Timer>, deadline: Instant);
+}
+
+/// How a runtime's stream `S` moves bytes. Each method is the runtime's
+/// own poll of the same name; only [`poll_receive`](Self::poll_receive)
+/// does more, since the runtimes differ in how they read into a buffer.
+pub trait Transport<S>: Runtime {
+    /// Reads what `stream` has into `context`'s input and reports the count
+    /// to it (0 when the read failed or is pending, else through
+    /// [`WebSocketContext::input_appended`] or
+    /// [`WebSocketContext::commit_input`]); returns the count, 0 at the end
+    /// of the stream.
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_receive(
+        stream: Pin<&mut S>,
+        cx: &mut Context<'_>,
+        context: &mut WebSocketContext,
+    ) -> Poll<io::Result<usize>>;
+
+    /// Reads into `buf` (the opening handshake's reads).
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_read(
+        stream: Pin<&mut S>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>>;
+
+    /// Writes from `buf`.
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_write(stream: Pin<&mut S>, cx: &mut Context<'_>, buf: &[u8])
+    -> Poll<io::Result<usize>>;
+
+    /// Writes from `bufs`, in one call where the stream can.
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_write_vectored(
+        stream: Pin<&mut S>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>>;
+
+    /// Flushes.
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_flush(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+
+    /// Shuts the write side down (TLS: close_notify, then the FIN).
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_shutdown(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+}
