@@ -3,8 +3,10 @@
 //!
 //! - A scripted, fault-injecting, counting mock stream ([`MockStream`]:
 //!   partial writes, would-block, interrupts, resets and end of stream at
-//!   chosen points), behind tokio's traits too ([`AsyncMock`], feature
-//!   `tokio`), and an in-memory client/server pair ([`pair`]).
+//!   chosen points), behind tokio's and futures-io's traits too
+//!   ([`AsyncMock`], features `tokio` and `futures-io`, with the
+//!   conformance connections of the async driver over it, [`AsyncWhole`]
+//!   and [`AsyncSplit`]), and an in-memory client/server pair ([`pair`]).
 //! - Frame builders and parsers ([`client_frame`], [`parse_frames`]).
 //! - Peers over real sockets: a raw client that does only what a test says
 //!   ([`RawPeer`]), handshake peers that misbehave, and the cases both
@@ -20,6 +22,8 @@
 //! A test file names it `support` (`use lockgate_kit as support;`); not
 //! every file uses every helper.
 
+#[cfg(any(feature = "tokio", feature = "futures-io"))]
+mod async_mock;
 pub mod conformance;
 mod counting_alloc;
 mod handshake_peers;
@@ -32,9 +36,11 @@ pub mod properties;
 #[cfg(feature = "tls")]
 pub mod proxies;
 mod raw_peer;
-#[cfg(feature = "tokio")]
-mod tokio_mock;
 
+#[cfg(any(feature = "tokio", feature = "futures-io"))]
+pub use async_mock::{
+    AsyncMock, AsyncSplit, AsyncWhole, SplitConnection, WholeConnection, poll_once,
+};
 pub use counting_alloc::{CountingAlloc, HeapUse};
 pub use handshake_peers::*;
 #[cfg(unix)]
@@ -46,8 +52,6 @@ pub use raw_peer::{
     PING_THEN_1011, RawPeer, Received, STALLED_OUTPUT, SilentPeerCase, StalledPeerCase,
     silent_peer_cases, stalled_peer_cases,
 };
-#[cfg(feature = "tokio")]
-pub use tokio_mock::{AsyncMock, poll_once};
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
