@@ -9,9 +9,12 @@
 //! Python or Node; `scripts/test.sh` installs the peers and then runs
 //! `cargo test -p lockgate-interop`.
 //!
-//! Both directions, for each peer:
+//! Both drivers run every test: tokio-lockgate's, and async-lockgate's
+//! futures-io driver over the same tokio sockets through
+//! `tokio_util::compat` (modules `tokio_driver` and `futures_io_driver`,
+//! see [`Side`]). Both directions, for each peer:
 //!
-//! - `client_*`: our client (`connect_async`) against the peer's server
+//! - `client_*`: our client (`client_async_with` over TCP) against the peer's server
 //!   (`peers/{python_server.py,node_server.js}`), which binds port 0
 //!   and prints its port as its first stdout line.
 //! - `server_*`: the peer's client (`peers/{python_client.py,
@@ -63,6 +66,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use async_lockgate::driver::{self, WebSocketStream};
+use async_lockgate::runtime::{Runtime, Transport};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader, Lines};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -71,8 +76,50 @@ use tokio::time::timeout;
 use tokio_lockgate::deflate::{DeflateConfig, DeflateParams};
 use tokio_lockgate::{
     ClientOptions, CloseCode, CloseFrame, Config, Error, Message, Role, ServerOptions,
-    WebSocketStream, accept_async_with, client_async_with, connect_async_with,
 };
+use tokio_util::compat::{Compat, TokioAsyncReadCompatExt};
+
+/// The driver under test, over a tokio stream `S` as it hands it over:
+/// tokio-lockgate's takes the stream as it is, the futures-io driver takes
+/// it through `tokio_util::compat` and keeps time on async-io's timer.
+trait Side: 'static {
+    /// The runtime the driver is instantiated for.
+    type Runtime: Transport<Self::Io<TcpStream>>
+        + Transport<Self::Io<Wire<TcpStream>>>
+        + Runtime<Timer: Send>
+        + Send;
+    /// The stream the driver runs over.
+    type Io<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>: Unpin + Send + 'static;
+
+    fn io<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(stream: S) -> Self::Io<S>;
+}
+
+/// tokio-lockgate.
+struct TokioDriver;
+
+impl Side for TokioDriver {
+    type Runtime = tokio_lockgate::Tokio;
+    type Io<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> = S;
+
+    fn io<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(stream: S) -> S {
+        stream
+    }
+}
+
+/// async-lockgate's futures-io driver.
+struct FuturesIoDriver;
+
+impl Side for FuturesIoDriver {
+    type Runtime = async_lockgate::FuturesIo;
+    type Io<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> = Compat<S>;
+
+    fn io<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(stream: S) -> Compat<S> {
+        stream.compat()
+    }
+}
+
+/// The connection `D` makes of a tokio stream `S`.
+type Ws<D, S> = WebSocketStream<<D as Side>::Io<S>, <D as Side>::Runtime>;
 
 /// Bound on a whole test, peer start-up included.
 const TEST_TIMEOUT: Duration = Duration::from_secs(90);
@@ -640,29 +687,34 @@ use peers::{Json, Peer, PeerDeflate, query_value};
 // Our client against their server
 // ---------------------------------------------------------------------------
 
-type ClientStream = WebSocketStream<tokio_lockgate::MaybeTlsStream<TcpStream>>;
-
 /// Starts `peer`'s server and connects our client to `path` on it.
-async fn connect_to(peer: Peer, path: &str) -> (peers::Process, ClientStream) {
+async fn connect_to<D: Side>(peer: Peer, path: &str) -> (peers::Process, Ws<D, TcpStream>) {
     let (process, port) = peer.server().await;
     let url = format!("ws://127.0.0.1:{port}{path}");
+    let tcp = match step("TCP connect", TcpStream::connect(("127.0.0.1", port))).await {
+        Ok(tcp) => tcp,
+        Err(err) => process.fail(&format!("connecting to {url}: {err}")),
+    };
+    tcp.set_nodelay(true).expect("TCP_NODELAY");
+    let options = ClientOptions::new().config(config());
     let (ws, response) = match step(
-        "connect_async",
-        connect_async_with(&url, ClientOptions::new().config(config())),
+        "client_async",
+        driver::client_with::<D::Runtime, _, _>(&url, D::io(tcp), options),
     )
     .await
     {
         Ok(connected) => connected,
-        Err(err) => process.fail(&format!("connect_async({url}) failed: {err}")),
+        Err(err) => process.fail(&format!("client_async({url}) failed: {err}")),
     };
     assert_eq!(response.status(), 101, "handshake response status");
     (process, ws)
 }
 
 /// Our client's next message; a failure shows the peer's stderr too.
-async fn read<S>(process: &peers::Process, ws: &mut WebSocketStream<S>) -> Message
+async fn read<S, R>(process: &peers::Process, ws: &mut WebSocketStream<S, R>) -> Message
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: Unpin,
+    R: Transport<S>,
 {
     match step("our client's read", ws.read()).await {
         Ok(msg) => msg,
@@ -679,12 +731,13 @@ where
 /// closed (its close timeout does not apply on this path). tokio-lockgate
 /// shuts down its write side when the closing handshake completes, so the
 /// peer finishes even though we still hold the stream.
-async fn assert_connection_closed<S>(
+async fn assert_connection_closed<S, R>(
     process: &peers::Process,
-    mut ws: WebSocketStream<S>,
-) -> WebSocketStream<S>
+    mut ws: WebSocketStream<S, R>,
+) -> WebSocketStream<S, R>
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: Unpin,
+    R: Transport<S>,
 {
     match step("our client's last read", ws.read()).await {
         Err(Error::ConnectionClosed) => {}
@@ -698,14 +751,15 @@ where
 
 /// Closes from our client with `frame`, expects the peer's reply to echo
 /// `reply`, and the end of the connection.
-async fn client_close<S>(
+async fn client_close<S, R>(
     process: &peers::Process,
-    mut ws: WebSocketStream<S>,
+    mut ws: WebSocketStream<S, R>,
     frame: CloseFrame,
     reply: (u16, &str),
-) -> WebSocketStream<S>
+) -> WebSocketStream<S, R>
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: Unpin,
+    R: Transport<S>,
 {
     step("our client's close", ws.close(Some(frame)))
         .await
@@ -718,8 +772,8 @@ where
 }
 
 /// Text, binary, 64 KiB of each: written together, flushed once, echoed.
-async fn client_messages(peer: Peer) {
-    let (process, mut ws) = connect_to(peer, "/echo").await;
+async fn client_messages<D: Side>(peer: Peer) {
+    let (process, mut ws) = connect_to::<D>(peer, "/echo").await;
     let sent = [
         Message::text("h\u{e9}llo, lockgate \u{2713} \u{1f512}"),
         Message::binary((0..=255u8).collect::<Vec<u8>>()),
@@ -741,8 +795,8 @@ async fn client_messages(peer: Peer) {
 }
 
 /// One 16 MiB binary message each way.
-async fn client_large(peer: Peer) {
-    let (process, mut ws) = connect_to(peer, "/echo").await;
+async fn client_large<D: Side>(peer: Peer) {
+    let (process, mut ws) = connect_to::<D>(peer, "/echo").await;
     let msg = Message::binary(pattern(16 * MIB, 11));
     step("send 16 MiB", ws.send(msg.clone()))
         .await
@@ -753,8 +807,8 @@ async fn client_large(peer: Peer) {
 }
 
 /// Our client pings; the peer's server answers with a pong.
-async fn client_pings(peer: Peer) {
-    let (process, mut ws) = connect_to(peer, "/echo").await;
+async fn client_pings<D: Side>(peer: Peer) {
+    let (process, mut ws) = connect_to::<D>(peer, "/echo").await;
     step("send ping", ws.send(Message::Ping("lockgate ping".into())))
         .await
         .expect("our client's ping");
@@ -772,10 +826,10 @@ async fn client_pings(peer: Peer) {
 }
 
 /// The peer's server pings; our client's read answers with a pong.
-async fn client_answers_ping(peer: Peer) {
+async fn client_answers_ping<D: Side>(peer: Peer) {
     let data = format!("{} ping", peer.name());
     let path = format!("/ping?data={}", query_value(&data));
-    let (process, mut ws) = connect_to(peer, &path).await;
+    let (process, mut ws) = connect_to::<D>(peer, &path).await;
     match read(&process, &mut ws).await {
         Message::Ping(got) => assert_eq!(&got[..], data.as_bytes(), "ping payload"),
         other => panic!("expected the peer's ping, got {}", describe(&other)),
@@ -792,8 +846,8 @@ async fn client_answers_ping(peer: Peer) {
 }
 
 /// Our client starts the closing handshake with a code and a reason.
-async fn client_closes(peer: Peer) {
-    let (process, ws) = connect_to(peer, "/echo").await;
+async fn client_closes<D: Side>(peer: Peer) {
+    let (process, ws) = connect_to::<D>(peer, "/echo").await;
     let reason = "client bye \u{2713}";
     // Both peers echo the code and the reason in their reply.
     let _still_open = client_close(&process, ws, close_frame(4003, reason), (4003, reason)).await;
@@ -801,10 +855,10 @@ async fn client_closes(peer: Peer) {
 }
 
 /// The peer's server starts the closing handshake with a code and a reason.
-async fn client_answers_close(peer: Peer) {
+async fn client_answers_close<D: Side>(peer: Peer) {
     let reason = "server bye \u{2713}";
     let path = format!("/close?code=4001&reason={}", query_value(reason));
-    let (process, mut ws) = connect_to(peer, &path).await;
+    let (process, mut ws) = connect_to::<D>(peer, &path).await;
     match read(&process, &mut ws).await {
         Message::Close(frame) => assert_close(&frame, 4001, reason),
         other => panic!("expected the peer's close, got {}", describe(&other)),
@@ -818,8 +872,6 @@ async fn client_answers_close(peer: Peer) {
 // ---------------------------------------------------------------------------
 // Their client against our server
 // ---------------------------------------------------------------------------
-
-type ServerStream = WebSocketStream<TcpStream>;
 
 /// What our server saw on its one connection.
 #[derive(Debug, Default)]
@@ -837,25 +889,28 @@ struct Seen {
 
 /// Runs our server for one connection on 127.0.0.1 port 0 with `handler`;
 /// returns the URL and the task, which yields what the handler returns.
-async fn serve_one<F, Fut>(handler: F) -> (String, JoinHandle<Seen>)
+async fn serve_one<D, F, Fut>(handler: F) -> (String, JoinHandle<Seen>)
 where
-    F: FnOnce(ServerStream) -> Fut + Send + 'static,
+    D: Side,
+    F: FnOnce(Ws<D, TcpStream>) -> Fut + Send + 'static,
     Fut: Future<Output = Seen> + Send,
 {
-    serve_one_with(config(), |tcp| tcp, handler).await
+    serve_one_with::<D, _, _, _, _>(config(), |tcp| tcp, handler).await
 }
 
 /// [`serve_one`] with `config`, over the accepted TCP stream as wrapped by
 /// `wrap`.
-async fn serve_one_with<S, W, F, Fut>(
+async fn serve_one_with<D, S, W, F, Fut>(
     config: Config,
     wrap: W,
     handler: F,
 ) -> (String, JoinHandle<Seen>)
 where
+    D: Side,
+    D::Runtime: Transport<D::Io<S>>,
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     W: FnOnce(TcpStream) -> S + Send + 'static,
-    F: FnOnce(WebSocketStream<S>) -> Fut + Send + 'static,
+    F: FnOnce(Ws<D, S>) -> Fut + Send + 'static,
     Fut: Future<Output = Seen> + Send,
 {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -865,7 +920,10 @@ where
         tcp.set_nodelay(true).expect("TCP_NODELAY");
         let ws = step(
             "accept_async",
-            accept_async_with(wrap(tcp), ServerOptions::new().config(config)),
+            driver::accept_with::<D::Runtime, _, _>(
+                D::io(wrap(tcp)),
+                ServerOptions::new().config(config),
+            ),
         )
         .await
         .expect("our server's handshake");
@@ -876,9 +934,10 @@ where
 
 /// Echoes data messages until the closing handshake ends, recording pings
 /// and the close frame.
-async fn echo<S>(mut ws: WebSocketStream<S>, mut seen: Seen) -> Seen
+async fn echo<S, R>(mut ws: WebSocketStream<S, R>, mut seen: Seen) -> Seen
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: Unpin,
+    R: Transport<S>,
 {
     loop {
         match step("our server's read", ws.read()).await {
@@ -912,14 +971,14 @@ async fn finish_both(process: peers::Process, task: JoinHandle<Seen>) -> (Seen, 
 }
 
 /// Runs `peer`'s client scenario against our echo server.
-async fn against_echo(peer: Peer, scenario: &[&str]) -> (Seen, peers::Events) {
-    let (url, task) = serve_one(|ws| echo(ws, Seen::default())).await;
+async fn against_echo<D: Side>(peer: Peer, scenario: &[&str]) -> (Seen, peers::Events) {
+    let (url, task) = serve_one::<D, _, _>(|ws| echo(ws, Seen::default())).await;
     finish_both(peer.client(&url, scenario).await, task).await
 }
 
 /// Text, binary, 64 KiB of each, sent by the peer before it reads.
-async fn server_messages(peer: Peer) {
-    let (seen, events) = against_echo(peer, &["messages"]).await;
+async fn server_messages<D: Side>(peer: Peer) {
+    let (seen, events) = against_echo::<D>(peer, &["messages"]).await;
     assert_eq!(
         events.echoes(),
         [
@@ -936,25 +995,25 @@ async fn server_messages(peer: Peer) {
 }
 
 /// One 16 MiB binary message each way.
-async fn server_large(peer: Peer) {
-    let (seen, events) = against_echo(peer, &["large"]).await;
+async fn server_large<D: Side>(peer: Peer) {
+    let (seen, events) = against_echo::<D>(peer, &["large"]).await;
     assert_eq!(events.echoes(), [("binary", 16 * 1024 * 1024)]);
     assert_eq!(seen.echoed, 1);
     events.assert_closed(1000, "");
 }
 
 /// The peer's client pings; our server's read answers with a pong.
-async fn server_answers_ping(peer: Peer) {
+async fn server_answers_ping<D: Side>(peer: Peer) {
     let data = format!("{} ping", peer.name());
-    let (seen, events) = against_echo(peer, &["ping", &data]).await;
+    let (seen, events) = against_echo::<D>(peer, &["ping", &data]).await;
     assert_eq!(seen.pings, [data.as_bytes()]);
     assert_eq!(events.one("pong").str("data"), data);
     events.assert_closed(1000, "");
 }
 
 /// Our server pings; the peer's client answers with a pong.
-async fn server_pings(peer: Peer) {
-    let (url, task) = serve_one(|mut ws| async move {
+async fn server_pings<D: Side>(peer: Peer) {
+    let (url, task) = serve_one::<D, _, _>(|mut ws| async move {
         step("send ping", ws.send(Message::Ping("lockgate ping".into())))
             .await
             .expect("our server's ping");
@@ -980,18 +1039,18 @@ async fn server_pings(peer: Peer) {
 }
 
 /// The peer's client starts the closing handshake with a code and a reason.
-async fn server_answers_close(peer: Peer) {
+async fn server_answers_close<D: Side>(peer: Peer) {
     let reason = "client bye \u{2713}";
-    let (seen, events) = against_echo(peer, &["close", "4002", reason]).await;
+    let (seen, events) = against_echo::<D>(peer, &["close", "4002", reason]).await;
     assert_close(seen.close.as_ref().expect("no close frame"), 4002, reason);
     // Our reply echoes the code, without a reason.
     events.assert_closed(4002, "");
 }
 
 /// Our server starts the closing handshake with a code and a reason.
-async fn server_closes(peer: Peer) {
+async fn server_closes<D: Side>(peer: Peer) {
     let reason = "server bye \u{2713}";
-    let (url, task) = serve_one(move |mut ws| async move {
+    let (url, task) = serve_one::<D, _, _>(move |mut ws| async move {
         step("close", ws.close(Some(close_frame(4004, reason))))
             .await
             .expect("our server's close");
@@ -1352,15 +1411,13 @@ fn assert_compressed(who: &str, counts: &Counts, payload: usize) {
     );
 }
 
-type DeflateClientStream = WebSocketStream<Wire<TcpStream>>;
-
 /// Starts `peer`'s echo server for `mode` and connects our client to it
 /// with compression on, over a counted TCP stream; checks what our client
 /// negotiated.
-async fn connect_deflate(
+async fn connect_deflate<D: Side>(
     peer: Peer,
     mode: Deflate,
-) -> (peers::Process, DeflateClientStream, Arc<Counts>) {
+) -> (peers::Process, Ws<D, Wire<TcpStream>>, Arc<Counts>) {
     let (process, port) = peer.server_with(mode.peer_setting(Role::Client)).await;
     let url = format!("ws://127.0.0.1:{port}/echo");
     let tcp = match step("TCP connect", TcpStream::connect(("127.0.0.1", port))).await {
@@ -1373,7 +1430,11 @@ async fn connect_deflate(
     let config = mode.our_config(Role::Client);
     let (ws, response) = match step(
         "client_async",
-        client_async_with(&url, stream, ClientOptions::new().config(config)),
+        driver::client_with::<D::Runtime, _, _>(
+            &url,
+            D::io(stream),
+            ClientOptions::new().config(config),
+        ),
     )
     .await
     {
@@ -1393,8 +1454,8 @@ async fn connect_deflate(
 /// Our client sends `sent` compressed (written together, flushed once) and
 /// checks the echoes, closes, and checks what the peer negotiated and that
 /// both directions were compressed.
-async fn client_deflate_exchange(peer: Peer, mode: Deflate, sent: &[Message]) {
-    let (process, mut ws, counts) = connect_deflate(peer, mode).await;
+async fn client_deflate_exchange<D: Side>(peer: Peer, mode: Deflate, sent: &[Message]) {
+    let (process, mut ws, counts) = connect_deflate::<D>(peer, mode).await;
     for msg in sent {
         step("write", ws.write(msg.clone()))
             .await
@@ -1413,21 +1474,21 @@ async fn client_deflate_exchange(peer: Peer, mode: Deflate, sent: &[Message]) {
 }
 
 /// Compressed text, binary, 64 KiB and repeated messages.
-async fn client_deflate_messages(peer: Peer, mode: Deflate) {
-    client_deflate_exchange(peer, mode, &deflate_messages()).await;
+async fn client_deflate_messages<D: Side>(peer: Peer, mode: Deflate) {
+    client_deflate_exchange::<D>(peer, mode, &deflate_messages()).await;
 }
 
 /// One compressed 16 MiB text message each way.
-async fn client_deflate_large(peer: Peer, mode: Deflate) {
+async fn client_deflate_large<D: Side>(peer: Peer, mode: Deflate) {
     let msg = Message::text(json_lines(16 * MIB));
-    client_deflate_exchange(peer, mode, &[msg]).await;
+    client_deflate_exchange::<D>(peer, mode, &[msg]).await;
 }
 
 /// Runs `peer`'s client `scenario` for `mode` against our echo server with
 /// compression on, over a counted TCP stream; checks what both ends
 /// negotiated, the echoes, the close and that both directions were
 /// compressed.
-async fn server_deflate_exchange(
+async fn server_deflate_exchange<D: Side>(
     peer: Peer,
     mode: Deflate,
     scenario: &str,
@@ -1435,7 +1496,7 @@ async fn server_deflate_exchange(
 ) {
     let counts = Arc::new(Counts::default());
     let wire_counts = counts.clone();
-    let (url, task) = serve_one_with(
+    let (url, task) = serve_one_with::<D, _, _, _, _>(
         mode.our_config(Role::Server),
         move |tcp| Wire::new(tcp, wire_counts),
         |ws| async move {
@@ -1471,13 +1532,13 @@ async fn server_deflate_exchange(
 }
 
 /// Compressed text, binary, 64 KiB, repeated and fragmented messages.
-async fn server_deflate_messages(peer: Peer, mode: Deflate) {
-    server_deflate_exchange(peer, mode, "deflate-messages", &DEFLATE_ECHOES).await;
+async fn server_deflate_messages<D: Side>(peer: Peer, mode: Deflate) {
+    server_deflate_exchange::<D>(peer, mode, "deflate-messages", &DEFLATE_ECHOES).await;
 }
 
 /// One compressed 16 MiB text message each way.
-async fn server_deflate_large(peer: Peer, mode: Deflate) {
-    server_deflate_exchange(peer, mode, "deflate-large", &[("text", 16 * 1024 * 1024)]).await;
+async fn server_deflate_large<D: Side>(peer: Peer, mode: Deflate) {
+    server_deflate_exchange::<D>(peer, mode, "deflate-large", &[("text", 16 * 1024 * 1024)]).await;
 }
 
 // ---------------------------------------------------------------------------
@@ -1486,113 +1547,130 @@ async fn server_deflate_large(peer: Peer, mode: Deflate) {
 
 /// The compressed tests of one [`Deflate`] variant against one peer.
 macro_rules! deflate_tests {
-    ($peer:expr, $mode:expr) => {
+    ($driver:ty, $peer:expr, $mode:expr) => {
         #[tokio::test]
         async fn client_text_binary_64k() {
-            bounded(client_deflate_messages($peer, $mode)).await;
+            bounded(client_deflate_messages::<$driver>($peer, $mode)).await;
         }
 
         #[tokio::test]
         async fn client_16mib() {
-            bounded(client_deflate_large($peer, $mode)).await;
+            bounded(client_deflate_large::<$driver>($peer, $mode)).await;
         }
 
         #[tokio::test]
         async fn server_text_binary_64k() {
-            bounded(server_deflate_messages($peer, $mode)).await;
+            bounded(server_deflate_messages::<$driver>($peer, $mode)).await;
         }
 
         #[tokio::test]
         async fn server_16mib() {
-            bounded(server_deflate_large($peer, $mode)).await;
+            bounded(server_deflate_large::<$driver>($peer, $mode)).await;
         }
     };
 }
 
 macro_rules! interop_tests {
-    ($($module:ident => $peer:expr;)*) => {$(
+    ($driver:ty; $($module:ident => $peer:expr;)*) => {$(
         mod $module {
             use super::*;
 
             #[tokio::test]
             async fn client_text_binary_64k() {
-                bounded(client_messages($peer)).await;
+                bounded(client_messages::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn client_16mib() {
-                bounded(client_large($peer)).await;
+                bounded(client_large::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn client_pings_peer() {
-                bounded(client_pings($peer)).await;
+                bounded(client_pings::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn client_answers_peer_ping() {
-                bounded(client_answers_ping($peer)).await;
+                bounded(client_answers_ping::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn client_closes_with_code_and_reason() {
-                bounded(client_closes($peer)).await;
+                bounded(client_closes::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn client_answers_peer_close() {
-                bounded(client_answers_close($peer)).await;
+                bounded(client_answers_close::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn server_text_binary_64k() {
-                bounded(server_messages($peer)).await;
+                bounded(server_messages::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn server_16mib() {
-                bounded(server_large($peer)).await;
+                bounded(server_large::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn server_pings_peer() {
-                bounded(server_pings($peer)).await;
+                bounded(server_pings::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn server_answers_peer_ping() {
-                bounded(server_answers_ping($peer)).await;
+                bounded(server_answers_ping::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn server_closes_with_code_and_reason() {
-                bounded(server_closes($peer)).await;
+                bounded(server_closes::<$driver>($peer)).await;
             }
 
             #[tokio::test]
             async fn server_answers_peer_close() {
-                bounded(server_answers_close($peer)).await;
+                bounded(server_answers_close::<$driver>($peer)).await;
             }
 
             mod deflate_context_takeover {
                 use super::*;
-                deflate_tests!($peer, Deflate::ContextTakeover);
+                deflate_tests!($driver, $peer, Deflate::ContextTakeover);
             }
 
             mod deflate_no_context_takeover_offered {
                 use super::*;
-                deflate_tests!($peer, Deflate::NoContextTakeoverOffered);
+                deflate_tests!($driver, $peer, Deflate::NoContextTakeoverOffered);
             }
 
             mod deflate_no_context_takeover_required {
                 use super::*;
-                deflate_tests!($peer, Deflate::NoContextTakeoverRequired);
+                deflate_tests!($driver, $peer, Deflate::NoContextTakeoverRequired);
             }
         }
     )*};
 }
 
-interop_tests! {
-    python_websockets => Peer::Python;
-    node_ws => Peer::Node;
+/// tokio-lockgate.
+mod tokio_driver {
+    use super::*;
+
+    interop_tests! {
+        TokioDriver;
+        python_websockets => Peer::Python;
+        node_ws => Peer::Node;
+    }
+}
+
+/// async-lockgate's futures-io driver.
+mod futures_io_driver {
+    use super::*;
+
+    interop_tests! {
+        FuturesIoDriver;
+        python_websockets => Peer::Python;
+        node_ws => Peer::Node;
+    }
 }
