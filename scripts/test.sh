@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The one test command (README "Testing"): formatting, lints, docs, every
-# test and doc test of both crates (with and without TLS, the core also
+# test and doc test of the three crates (lockgate, tokio-lockgate,
+# async-lockgate; with and without TLS, the core also
 # without its default features), the comparison benchmarks' lints, every
 # fuzz target for a bounded time (about 3 minutes in all), interop
 # with Python `websockets` and Node `ws` (package lockgate-interop),
 # fan-out across processes through a real NATS server (lockgate-fanout and
 # loadgen's broadcast mode, scripts/fanout-test.sh), and Autobahn in both
-# modes through both drivers. It installs what it needs on a fresh machine:
+# modes through all three drivers. It installs what it needs on a fresh machine:
 # the Autobahn runner's venv (PyPI), the interop peers (PyPI, npm registry)
 # nats-server, tinyproxy, stunnel4, microsocks and chromium (Debian's packages).
 #
@@ -15,7 +16,7 @@
 # bench-peers are not default members, and are run here by name.
 #
 # `scripts/test.sh --quick` is the tier for a change in progress: formatting,
-# the main clippy builds, every unit, integration and doc test of both
+# the main clippy builds, every unit, integration and doc test of the three
 # crates (the proxy and browser tests skip when their programs are absent,
 # as in a plain `cargo test`) and a fuzz smoke of every target. It installs
 # nothing, and on 2 cores with a warm target directory it takes about 3
@@ -48,9 +49,10 @@ if $quick; then
     cargo clippy -p lockgate --all-targets --features rustls-tls-webpki-roots,native-tls,url,metrics,tracing -- -D warnings
     cargo clippy -p tokio-lockgate --all-targets --features axum,rustls,native-tls,metrics,tracing -- -D warnings
     cargo clippy -p lockgate-kit --all-targets --all-features -- -D warnings
+    cargo clippy -p async-lockgate --lib --no-default-features -- -D warnings
 
-    step "quick: cargo test (unit, integration, doc tests of both crates)"
-    cargo test -p lockgate -p tokio-lockgate
+    step "quick: cargo test (unit, integration, doc tests of the three crates)"
+    cargo test -p lockgate -p tokio-lockgate -p async-lockgate
     cargo test -p lockgate -p tokio-lockgate --features lockgate/metrics,lockgate/tracing,tokio-lockgate/metrics,tokio-lockgate/tracing --lib --test metrics --test rate_limits
 
     step "quick: fuzz smoke, seeds up to date and every target for a few seconds"
@@ -80,6 +82,8 @@ cargo clippy -p lockgate-interop --all-targets -- -D warnings
 cargo clippy -p lockgate-fanout -p lockgate-loadgen --all-targets -- -D warnings
 cargo clippy -p lockgate-kit --all-targets -- -D warnings
 cargo clippy -p lockgate-kit --all-targets --all-features -- -D warnings
+# async-lockgate as tokio-lockgate uses it: the runtime-generic driver only.
+cargo clippy -p async-lockgate --lib --no-default-features -- -D warnings
 # The fuzz crate (not a workspace member): once as a normal build, once
 # with the cfg that compiles the targets using lockgate::fuzz_api.
 (cd fuzz && cargo clippy --all-targets -- -D warnings)
@@ -92,10 +96,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate-kit --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p tokio-lockgate --features axum,rustls
 # As docs.rs builds them (every feature; `docsrs` is for nightly's
 # doc(cfg) notes and is not set here).
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate -p tokio-lockgate --all-features
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lockgate -p tokio-lockgate -p async-lockgate --all-features
 
-step "cargo package: both crates package and build from what they ship"
-# cargo verifies tokio-lockgate against the lockgate it just packaged,
+step "cargo package: the three crates package and build from what they ship"
+# cargo verifies tokio-lockgate against the lockgate and async-lockgate it
+# just packaged,
 # through a local registry in the target directory, and unpacks that
 # registry's crates under $CARGO_HOME/registry/src/-<hash of its path>. An
 # unpacked crate is never unpacked again, so a fixed target directory on a
@@ -104,12 +109,12 @@ step "cargo package: both crates package and build from what they ship"
 # each run gives a new hash; its unpacked copies are removed afterwards.
 mkdir -p target
 package_dir=$(mktemp -d "$PWD/target/package-check.XXXXXX")
-cargo package -p lockgate -p tokio-lockgate --allow-dirty --target-dir "$package_dir"
+cargo package -p lockgate -p async-lockgate -p tokio-lockgate --allow-dirty --target-dir "$package_dir"
 rm -rf "$package_dir"
 for unpacked in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/; do
     [ -d "$unpacked" ] || continue
     # Local registries only hold what `cargo package` put there: ours.
-    if [ -z "$(ls -A "$unpacked" | grep -v -E '^(tokio-)?lockgate-')" ]; then
+    if [ -z "$(ls -A "$unpacked" | grep -v -E '^((tokio|async)-)?lockgate-')" ]; then
         rm -rf "$unpacked"
     fi
 done
@@ -130,6 +135,7 @@ step "cargo test (unit, integration, doc tests)"
 # (accept_backoff.rs, axum_example.rs).
 cargo test -p lockgate
 cargo test -p tokio-lockgate
+cargo test -p async-lockgate
 # Again with TLS and the axum/hyper integration: the wss:// tests, the
 # axum example over HTTP/1.1, h2c and h2 over TLS (and from headless
 # Chromium, which picks HTTP/2), and their doc tests.
@@ -166,10 +172,19 @@ bash compat/run-autobahn.sh
 step "fan-out across processes: nats-server, 2 lockgate-fanout nodes, loadgen broadcast, broker killed and restarted (scripts/fanout-test.sh)"
 bash scripts/fanout-test.sh
 
+# kosoku runs four server-mode cases at once (each driver serves many
+# connections anyway): 100 s instead of 245 s for the futures-io driver's
+# 517 cases, same results. Client mode runs one case at a time, as the
+# examples do.
+export AUTOBAHN_PARALLELISM=${AUTOBAHN_PARALLELISM:-4}
+
 step "Autobahn conformance: blocking driver (server and client modes)"
 bash autobahn/run.sh all
 
 step "Autobahn conformance: tokio adapter (server and client modes)"
 AUTOBAHN_PACKAGE=tokio-lockgate AUTOBAHN_SUFFIX=-tokio bash autobahn/run.sh all
+
+step "Autobahn conformance: async-lockgate's futures-io driver on smol (server and client modes)"
+AUTOBAHN_PACKAGE=async-lockgate AUTOBAHN_SUFFIX=-async bash autobahn/run.sh all
 
 step "done"
