@@ -29,7 +29,9 @@ const HANG: Duration = Duration::from_secs(20);
 /// A server connection with `config` over loopback TCP, upgraded by a
 /// [`RawPeer`] that then does nothing unless told, and a [`HangGuard`] on
 /// the server's socket.
-fn server_and_raw_peer<D: Sockets>(config: Config) -> (Box<dyn Session>, RawPeer, HangGuard) {
+pub(super) fn server_and_raw_peer<D: Sockets>(
+    config: Config,
+) -> (Box<dyn Session>, RawPeer, HangGuard) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut peer = RawPeer::connect(listener.local_addr().unwrap());
     let (tcp, _) = listener.accept().unwrap();

@@ -18,7 +18,8 @@
 //! binary's global allocator) over the mock; over real sockets, through a
 //! driver's [`Sockets`], the opening handshake's refusals and deadlines
 //! ([`handshake`], `handshake_suite!`), the deadlines of an upgraded
-//! connection and its FIN ([`deadlines`], in the same suite), and dialling through every kind of
+//! connection and its FIN ([`deadlines`], in the same suite), rate limits
+//! under a flooding peer ([`rate_limits`], in the same suite), and dialling through every kind of
 //! proxy ([`dial`], `dial_suite!`, feature `tls`). What needs real sockets and time (deadlines
 //! under a stalled or silent peer, handshake refusals) is shared as case
 //! tables instead ([`stalled_peer_cases`](crate::stalled_peer_cases),
@@ -32,6 +33,7 @@ pub mod deadlines;
 #[cfg(feature = "tls")]
 pub mod dial;
 pub mod handshake;
+pub mod rate_limits;
 pub mod write_flush;
 
 use std::any::Any;

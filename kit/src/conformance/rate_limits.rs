@@ -1,0 +1,92 @@
+//! Rate limits over a real socket, against a [`RawPeer`] that floods: a
+//! throttled read hands messages over no faster than the limit allows and
+//! keeps the connection, and the Close policy fails the read with the
+//! limit that was overrun and tells the peer 1008. The only use of the
+//! clock is the bound "at most burst + rate x elapsed", which a slow
+//! machine only makes easier to meet. Run by
+//! [`handshake_suite!`](crate::handshake_suite).
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use lockgate::frame::{CloseCode, OpCode};
+use lockgate::{CapacityError, Config, Error, Message, RateLimit, RatePolicy};
+
+use super::Sockets;
+use super::deadlines::server_and_raw_peer;
+use crate::{client_frame, has_close, summary};
+
+const RATE: u32 = 20;
+const BURST: u32 = 10;
+
+/// The most a step that should be instant may take.
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// At most this many messages may be handed over in `elapsed`.
+fn allowed(elapsed: Duration) -> usize {
+    BURST as usize + (f64::from(RATE) * elapsed.as_secs_f64()).ceil() as usize
+}
+
+/// A peer sends 30 messages at once to a connection limited to 20 a
+/// second after a burst of 10: each is returned, in order, none sooner
+/// than the limit allows (so the last no sooner than a second in), and
+/// the connection stays open.
+pub fn a_throttled_read_keeps_the_pace_and_the_connection<D: Sockets>() {
+    let limit = RateLimit::messages_per_second(RATE).message_burst(BURST);
+    let (mut ws, mut peer, guard) = server_and_raw_peer::<D>(Config::default().rate_limit(limit));
+    let flood: Vec<u8> = (0..30)
+        .flat_map(|i| client_frame(OpCode::Text, format!("{i:02}").as_bytes()))
+        .collect();
+    let start = Instant::now();
+    peer.stream.write_all(&flood).unwrap();
+    for i in 0..30 {
+        match ws.read() {
+            Ok(Message::Text(text)) => assert_eq!(text.as_str(), format!("{i:02}")),
+            other => panic!("message {i}: {other:?}"),
+        }
+        let elapsed = start.elapsed();
+        assert!(
+            i < allowed(elapsed),
+            "message {i} after {elapsed:?}: more than {BURST} + {RATE}/s"
+        );
+    }
+    ws.write(Message::text("still open")).unwrap();
+    ws.close(None).unwrap();
+    drop(guard);
+    let received = peer.receive(LIMIT, has_close);
+    assert_eq!(
+        summary(&received.frames),
+        [(OpCode::Text, None), (OpCode::Close, None)],
+        "{received:?}"
+    );
+}
+
+/// With the Close policy, the message that overruns the limit fails the
+/// read with [`CapacityError::ByteRateExceeded`], after the messages
+/// within it were returned, and the peer receives a 1008 close.
+pub fn the_close_policy_fails_the_read_and_tells_the_peer_1008<D: Sockets>() {
+    let limit = RateLimit::bytes_per_second(1000).policy(RatePolicy::Close);
+    let (mut ws, mut peer, guard) = server_and_raw_peer::<D>(Config::default().rate_limit(limit));
+    // Two 600-byte messages: the second overruns the 1000-byte burst.
+    let frame = client_frame(OpCode::Binary, &[0; 600]);
+    peer.stream.write_all(&frame.repeat(2)).unwrap();
+    assert!(matches!(ws.read(), Ok(Message::Binary(data)) if data.len() == 600));
+    let error = ws.read().unwrap_err();
+    drop(guard);
+    assert!(
+        matches!(
+            error,
+            Error::Capacity(CapacityError::ByteRateExceeded {
+                per_second: 1000,
+                burst: 1000,
+            })
+        ),
+        "{error:?}"
+    );
+    let received = peer.receive(LIMIT, has_close);
+    assert_eq!(
+        summary(&received.frames),
+        [(OpCode::Close, Some(u16::from(CloseCode::Policy)))],
+        "{received:?}"
+    );
+}
