@@ -23,20 +23,7 @@ use smol::net::TcpStream;
 /// The most any one dial, handshake or exchange may take.
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// The cost case measures this thread's heap.
-#[global_allocator]
-static ALLOC: lockgate_kit::CountingAlloc = lockgate_kit::CountingAlloc;
-
-/// The whole stream (the kit's connection of the async driver, on
-/// futures-io).
-mod whole {
-    lockgate_kit::conformance_suite!(lockgate_kit::AsyncWhole<async_lockgate::FuturesIo>);
-}
-
-/// The split halves, against the same contract.
-mod split {
-    lockgate_kit::conformance_suite!(lockgate_kit::AsyncSplit<async_lockgate::FuturesIo>);
-}
+lockgate_kit::async_conformance_suites!(async_lockgate::FuturesIo);
 
 /// `future`, or a panic naming `what` if it takes over [`LIMIT`].
 async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {

@@ -17,26 +17,14 @@ use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tokio::time::timeout;
 use tokio_lockgate::{
-    ClientOptions, CloseFrame, Message, Result, ServerOptions, Tokio, WebSocketStream,
-    accept_async_with, connect_async_with,
+    ClientOptions, CloseFrame, Message, Result, ServerOptions, WebSocketStream, accept_async_with,
+    connect_async_with,
 };
 
 /// The most any one dial, handshake or exchange may take.
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// The cost case measures this thread's heap.
-#[global_allocator]
-static ALLOC: lockgate_kit::CountingAlloc = lockgate_kit::CountingAlloc;
-
-/// The whole stream (the kit's connection of the async driver, on tokio).
-mod whole {
-    lockgate_kit::conformance_suite!(lockgate_kit::AsyncWhole<super::Tokio>);
-}
-
-/// The split halves, against the same contract.
-mod split {
-    lockgate_kit::conformance_suite!(lockgate_kit::AsyncSplit<super::Tokio>);
-}
+lockgate_kit::async_conformance_suites!(tokio_lockgate::Tokio);
 
 /// The runtime the socket cases run on (two workers, as a server's).
 static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {

@@ -277,3 +277,27 @@ macro_rules! conformance_suite {
         );
     };
 }
+
+/// Every mock case of the kit for async-lockgate's driver on runtime
+/// `$runtime`, through the whole stream (module `whole`) and through the
+/// split halves (module `split`), with the counting allocator the cost
+/// case needs as the test binary's global allocator (features `tokio` or
+/// `futures-io`).
+#[macro_export]
+macro_rules! async_conformance_suites {
+    ($runtime:ty) => {
+        /// The cost case measures this thread's heap.
+        #[global_allocator]
+        static ALLOC: $crate::CountingAlloc = $crate::CountingAlloc;
+
+        /// The whole stream.
+        mod whole {
+            $crate::conformance_suite!($crate::AsyncWhole<$runtime>);
+        }
+
+        /// The split halves, against the same contract.
+        mod split {
+            $crate::conformance_suite!($crate::AsyncSplit<$runtime>);
+        }
+    };
+}
