@@ -8,6 +8,7 @@ use lockgate::{ClientOptions, Result, ServerOptions, WebSocketConfig};
 
 use crate::driver;
 use crate::futures_io::FuturesIo;
+use crate::futures_io_connect::MaybeTlsStream;
 
 /// A WebSocket connection over a `futures-io` stream (see
 /// [`driver::WebSocketStream`] for its methods).
@@ -130,4 +131,53 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     driver::client_with(request, stream, options).await
+}
+
+/// Connects to a `ws://` URL over smol's TCP (with `TCP_NODELAY`) and
+/// performs the handshake with the default [`Config`](lockgate::Config),
+/// within its 30 s handshake deadline.
+///
+/// # Errors
+///
+/// [`Error::Url`](lockgate::Error::Url) for an unusable URL, and
+/// [`UrlError::TlsFeatureNotEnabled`](lockgate::error::UrlError::TlsFeatureNotEnabled)
+/// for `wss://`; the errors of [`connect_async_with`].
+pub async fn connect_async<R>(request: R) -> Result<(WebSocketStream<MaybeTlsStream>, Response)>
+where
+    R: IntoClientRequest,
+{
+    connect_async_with(request, ClientOptions::new()).await
+}
+
+/// [`connect_async`] with a configuration (`None`: the defaults).
+///
+/// # Errors
+///
+/// As for [`connect_async`].
+pub async fn connect_async_with_config<R>(
+    request: R,
+    config: Option<WebSocketConfig>,
+) -> Result<(WebSocketStream<MaybeTlsStream>, Response)>
+where
+    R: IntoClientRequest,
+{
+    connect_async_with(request, ClientOptions::new().config(config.into())).await
+}
+
+/// Connects to `request`'s URL with `options`: TCP, the proxy's tunnel if
+/// one is set ([`ClientOptions::proxy`], [`ClientOptions::proxy_from_env`]),
+/// then the handshake, all within the config's handshake deadline (see
+/// [`driver::connect`]).
+///
+/// # Errors
+///
+/// As for [`driver::connect`].
+pub async fn connect_async_with<R>(
+    request: R,
+    options: ClientOptions,
+) -> Result<(WebSocketStream<MaybeTlsStream>, Response)>
+where
+    R: IntoClientRequest,
+{
+    driver::connect::<FuturesIo, _>(request, options, true).await
 }

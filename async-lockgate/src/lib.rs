@@ -56,28 +56,36 @@
 //! builds on this crate with `default-features = false`. Another runtime
 //! is one such type and nothing else.
 //!
-//! # What is not here
+//! # Opening connections
 //!
-//! Opening the connection is the application's: bring a connected stream
-//! to [`client_async`] (TCP from the runtime, TLS from `futures-rustls` or
-//! `async-native-tls`); tokio-lockgate's `connect_async` dials, proxies and
-//! TLS included, for tokio only.
+//! [`connect_async`] and [`connect_async_with`] dial a `ws://` URL over
+//! smol's TCP (async-net), through a proxy if the [`ClientOptions`] name
+//! one (HTTP CONNECT, SOCKS5, the environment's), within the handshake's
+//! deadline: the same dial sequence as tokio-lockgate's, written once in
+//! [`driver::connect`]. TLS is not built in: for `wss://`, connect a TLS
+//! stream yourself (`futures-rustls`, `async-native-tls`) and hand it to
+//! [`client_async`].
 //!
 //! # Cargo features
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `futures-io` | yes | the driver for `futures-io` streams ([`FuturesIo`], [`accept_async`], [`client_async`], [`WebSocketStream`]) |
+//! | `futures-io` | yes | the driver for `futures-io` streams ([`FuturesIo`], [`accept_async`], [`client_async`], [`connect_async`], [`WebSocketStream`]) |
+//! | `tracing` | | lockgate's span per connection (`lockgate/tracing`), with the peer's address from `connect_async` |
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod driver;
 #[cfg(feature = "futures-io")]
 mod futures_io;
+#[cfg(feature = "futures-io")]
+mod futures_io_connect;
 pub mod runtime;
 
 #[cfg(feature = "futures-io")]
 pub use futures_io::{Deadline, FuturesIo};
+#[cfg(feature = "futures-io")]
+pub use futures_io_connect::MaybeTlsStream;
 /// The core crate.
 pub use lockgate;
 pub use lockgate::{

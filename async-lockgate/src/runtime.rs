@@ -5,16 +5,18 @@
 //! [`WebSocketContext`] what to do, the connection and its split halves,
 //! the opening handshake) is written once in [`driver`](crate::driver),
 //! generic over a [`Transport`]. A runtime is a marker type implementing
-//! these two traits; [`FuturesIo`](crate::FuturesIo) (this crate) and
-//! `tokio_lockgate::Tokio` are the two there are.
+//! these two traits (and [`Connect`], for `connect_async`);
+//! [`FuturesIo`](crate::FuturesIo) (this crate) and `tokio_lockgate::Tokio`
+//! are the two there are.
 
 use std::future::Future;
 use std::io::{self, IoSlice};
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use lockgate::WebSocketContext;
+use lockgate::{Connector, WebSocketContext};
 
 /// A clock and a timer: what the driver needs to enforce deadlines (the
 /// handshake's, keepalive, the closing handshake's, rate limits).
@@ -100,4 +102,36 @@ pub trait Transport<S>: Runtime {
     ///
     /// The stream's.
     fn poll_shutdown(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+}
+
+/// How a runtime opens connections for `connect_async`: TCP, name lookups
+/// and TLS. The dial sequence itself (the route's steps, a proxy's tunnel,
+/// one deadline over all of it) is [`driver::connect`](crate::driver::connect),
+/// written once.
+pub trait Connect: Transport<Self::Stream> + Sized {
+    /// What `connect_async` connects over: TCP, maybe under TLS.
+    type Stream: Unpin + Send + 'static;
+
+    /// A TCP connection to `host` (a name or an address) and `port`, with
+    /// `TCP_NODELAY` set to `nodelay`.
+    fn tcp(
+        host: &str,
+        port: u16,
+        nodelay: bool,
+    ) -> impl Future<Output = io::Result<Self::Stream>> + Send;
+
+    /// The first address `host` resolves to.
+    fn lookup(host: &str, port: u16) -> impl Future<Output = io::Result<IpAddr>> + Send;
+
+    /// `stream` secured to `host` with TLS through `connector` (over TLS
+    /// already, inside an `https://` proxy's session).
+    fn secure(
+        stream: Self::Stream,
+        host: &str,
+        connector: Connector,
+    ) -> impl Future<Output = lockgate::Result<Self::Stream>> + Send;
+
+    /// The TCP peer of `stream` (the proxy, through one), for the
+    /// connection's span.
+    fn peer_addr(stream: &Self::Stream) -> Option<SocketAddr>;
 }

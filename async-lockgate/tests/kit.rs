@@ -4,20 +4,21 @@
 //! through the whole stream and the split halves, each call polled once
 //! and dropped when pending (so every case is also a cancellation case);
 //! over real sockets on smol, the opening handshake's refusals and
-//! deadlines, and the deadlines of an upgraded connection and its FIN.
-//!
-//! The kit's proxy cases (`dial_suite!`) are not run: this crate dials
-//! nothing, the application brings a connected stream.
+//! deadlines, the deadlines of an upgraded connection and its FIN, rate
+//! limits, and dialling through every kind of proxy (`connect_async`; the
+//! `wss://` and `https://` proxy cases sit out: no TLS is built in).
 
 use std::net::TcpStream as StdTcpStream;
 use std::time::Duration;
 
 use async_lockgate::{
     ClientOptions, CloseFrame, FuturesIo, Message, Result, ServerOptions, WebSocketStream,
-    accept_async_with, client_async_with,
+    accept_async_with, connect_async_with,
 };
 use futures_util::FutureExt;
+use lockgate_kit::conformance::dial::Dialer;
 use lockgate_kit::conformance::{Dialed, Session, Sockets, echo_messages};
+use lockgate_kit::proxies::TestCa;
 use smol::net::TcpStream;
 
 /// The most any one dial, handshake or exchange may take.
@@ -37,18 +38,16 @@ async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
     }
 }
 
-/// TCP from smol, then `client_async_with`; `accept_async_with` on smol.
+/// `connect_async_with` and `accept_async_with`, on smol.
 struct SmolSockets;
 
 impl Sockets for SmolSockets {
     fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed> {
         smol::block_on(async {
-            let uri: async_lockgate::http::Uri = url.parse().expect("a ws:// URL");
-            let address = (uri.host().expect("a host"), uri.port_u16().unwrap_or(80));
-            let tcp = TcpStream::connect(address).await?;
-            let peer_port = tcp.peer_addr()?.port();
-            let (mut ws, response) = bounded(what, client_async_with(url, tcp, options)).await?;
+            let (mut ws, response) = bounded(what, connect_async_with(url, options)).await?;
             assert_eq!(response.status(), 101, "{what}");
+            let peer_port = ws.get_ref().get_ref().peer_addr()?.port();
+            let tls = ws.get_ref().is_tls();
             // Written and flushed once, read back, then the closing
             // handshake.
             bounded(what, async {
@@ -66,7 +65,7 @@ impl Sockets for SmolSockets {
             .await;
             Ok(Dialed {
                 peer_port,
-                tls: false,
+                tls,
                 connection: Box::new(ws),
             })
         })
@@ -101,7 +100,32 @@ impl Session for SmolSession {
     }
 }
 
+/// No TLS built in: the `wss://` and `https://` proxy cases sit out.
+impl Dialer for SmolSockets {
+    const TLS: bool = false;
+
+    fn trusting(options: ClientOptions, _: &TestCa) -> ClientOptions {
+        options
+    }
+}
+
 lockgate_kit::handshake_suite!(SmolSockets);
+lockgate_kit::dial_suite!(SmolSockets);
+
+/// `wss://` says TLS is not built in, before any connection is made.
+#[test]
+fn wss_says_tls_is_not_built_in() {
+    let error = smol::block_on(async_lockgate::connect_async("wss://127.0.0.1:1/")).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            async_lockgate::Error::Url(
+                async_lockgate::lockgate::error::UrlError::TlsFeatureNotEnabled
+            )
+        ),
+        "{error:?}"
+    );
+}
 
 /// The runtime type names what this crate instantiates.
 #[test]

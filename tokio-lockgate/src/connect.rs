@@ -13,12 +13,10 @@
 //!
 //! [`HandshakeDriver`]: lockgate::handshake::HandshakeDriver
 
-use std::io;
 use std::time::Instant;
 
-use async_lockgate::driver::{self, exchange};
+use async_lockgate::driver;
 
-use lockgate::dial::{DialStep, Route};
 use lockgate::handshake::client::Response;
 use lockgate::handshake::{Callback, Exchange, IntoClientRequest};
 use lockgate::protocol::WebSocketConfig;
@@ -28,7 +26,7 @@ use tokio::net::TcpStream;
 
 use crate::runtime::Tokio;
 use crate::stream::WebSocketStream;
-use crate::tls::{MaybeTlsStream, secure, wrap_stream};
+use crate::tls::{MaybeTlsStream, wrap_stream};
 
 /// Accepts a WebSocket upgrade on `stream` with the default
 /// [`Config`](lockgate::Config) (within its 30 s handshake deadline).
@@ -377,100 +375,13 @@ where
     dial(request, options, true).await
 }
 
-/// The one dial of every `connect_async*`: the route's steps
-/// ([`Route::steps`](lockgate::dial::Route::steps)), the whole of it
-/// within the handshake's deadline.
+/// The one dial of every `connect_async*`: async-lockgate's, on tokio.
 async fn dial<R: IntoClientRequest>(
     request: R,
     options: ClientOptions,
     nodelay: bool,
 ) -> Result<(WebSocketStream<MaybeTlsStream<TcpStream>>, Response)> {
-    let request = request.into_client_request()?;
-    let route = options.route(request.uri())?;
-    let steps = route.steps();
-    // Known before any connection is made: whether TLS can be had.
-    let needs_tls = steps
-        .iter()
-        .any(|step| matches!(step, DialStep::Tls { .. }));
-    let connector = match (options.get_connector(), needs_tls) {
-        (_, false) => None,
-        (Some(connector), true) => Some(connector.clone()),
-        (None, true) => Some(Connector::for_wss()?),
-    };
-    let handshake = options.handshake(request, now())?;
-    let deadline = handshake.deadline();
-    let mut stream = open(&route, &steps, connector.as_ref(), nodelay, deadline).await?;
-    let opened = exchange::<Tokio, _, _>(&mut stream, handshake).await?;
-    // The TCP peer (the proxy, through one) in the connection's span.
-    #[cfg(feature = "tracing")]
-    let opened = {
-        let mut opened = opened;
-        if let Ok(peer) = stream.get_ref().peer_addr() {
-            opened.context.record_peer_addr(peer);
-        }
-        opened
-    };
-    Ok((
-        WebSocketStream::from_context(stream, opened.context),
-        opened.response.map(|()| None),
-    ))
-}
-
-/// Does `steps` of `route` (TCP, a proxy's tunnel, TLS through
-/// `connector`) until the WebSocket handshake or the last step, all by
-/// `deadline`: the connection the handshake then runs on.
-///
-/// # Errors
-///
-/// As for [`connect_async_with`], but for the handshake's.
-pub(crate) async fn open(
-    route: &Route,
-    steps: &[DialStep<'_>],
-    connector: Option<&Connector>,
-    nodelay: bool,
-    deadline: Option<Instant>,
-) -> Result<MaybeTlsStream<TcpStream>> {
-    // On the heap: a TLS handshake's state is large, and a task that
-    // connects and then serves the connection would carry it for life.
-    let connection = Box::pin(async {
-        let mut stream = None;
-        let mut resolved = None;
-        for &step in steps {
-            match step {
-                DialStep::Connect { host, port } => {
-                    let tcp = TcpStream::connect((host, port))
-                        .await
-                        .map_err(|error| route.connect_error(error))?;
-                    tcp.set_nodelay(nodelay)?;
-                    stream = Some(MaybeTlsStream::Plain(tcp));
-                }
-                DialStep::Tls { host } => {
-                    let connector = connector.cloned().expect("chosen for every Tls step");
-                    let transport = stream.take().expect("Connect comes first");
-                    stream = Some(secure(transport, host, connector).await?);
-                }
-                DialStep::Resolve { host, port } => {
-                    let mut addresses = tokio::net::lookup_host((host, port))
-                        .await
-                        .map_err(|error| route.resolve_error(error))?;
-                    let address = addresses.next().ok_or_else(|| {
-                        route.resolve_error(io::Error::new(io::ErrorKind::NotFound, "no address"))
-                    })?;
-                    resolved = Some(address.ip());
-                }
-                DialStep::Tunnel => {
-                    let tunnel = route.tunnel(resolved, deadline).expect("a proxy's step");
-                    let transport = stream.as_mut().expect("Connect comes first");
-                    exchange::<Tokio, _, _>(transport, tunnel).await?;
-                }
-                DialStep::Handshake => break,
-            }
-        }
-        Ok::<_, Error>(stream.expect("Connect comes first"))
-    });
-    until(deadline, connection)
-        .await
-        .ok_or(Error::Timeout(TimeoutKind::Handshake))?
+    driver::connect::<Tokio, _>(request, options, nodelay).await
 }
 
 /// Runs a client `handshake` over `stream` and opens the connection.

@@ -35,7 +35,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
-use crate::connect::{finish_client, now, open, until};
+use crate::connect::{finish_client, now, until};
+use crate::runtime::Tokio;
 use crate::stream::WebSocketStream;
 use crate::tls::{MaybeTlsStream, secure};
 use crate::upgrade::{extended_connect, hyper_error};
@@ -236,7 +237,14 @@ pub async fn connect_async_h2(
             true => Some(given_or_default(given.as_ref())?),
             false => None,
         };
-        let transport = open(&route, shared, proxy_connector.as_ref(), true, deadline).await?;
+        let transport = async_lockgate::driver::open::<Tokio>(
+            &route,
+            shared,
+            proxy_connector.as_ref(),
+            true,
+            deadline,
+        )
+        .await?;
         let (Some(host), Some(request)) = (server_tls, connect) else {
             return finish_client(DialedStream::Http1(transport), handshake).await;
         };
@@ -250,7 +258,14 @@ pub async fn connect_async_h2(
             return Ok(opened);
         }
         // HTTP/2 without WebSockets: HTTP/1.1 on a connection of its own.
-        let transport = open(&route, shared, proxy_connector.as_ref(), true, deadline).await?;
+        let transport = async_lockgate::driver::open::<Tokio>(
+            &route,
+            shared,
+            proxy_connector.as_ref(),
+            true,
+            deadline,
+        )
+        .await?;
         let connector = server_connector(given.as_ref(), false)?;
         let stream = secure(transport, host, connector).await?;
         if chose_h2(&stream) {

@@ -1,17 +1,23 @@
 //! [`Tokio`]: the runtime tokio-lockgate instantiates async-lockgate's
-//! driver for. This file is all that is specific to tokio in a
-//! connection's life; dialing (`connect.rs`, `tls.rs`) is the rest.
+//! driver for. This file and TLS (`tls.rs`) are all that is specific to
+//! tokio in a connection's life.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use async_lockgate::runtime::{Runtime, Transport};
-use lockgate::WebSocketContext;
+use std::net::{IpAddr, SocketAddr};
+
+use async_lockgate::driver::first_address;
+use async_lockgate::runtime::{Connect, Runtime, Transport};
+use lockgate::{Connector, Result, WebSocketContext};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
 use tokio::time::{Sleep, sleep_until};
 use tokio_util::io::poll_read_buf;
+
+use crate::tls::{MaybeTlsStream, secure};
 
 /// tokio as the runtime of [`async_lockgate::driver`]: tokio's
 /// `AsyncRead + AsyncWrite + Unpin` streams, and tokio's clock and timer
@@ -94,5 +100,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for Tokio {
 
     fn poll_shutdown(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         stream.poll_shutdown(cx)
+    }
+}
+
+impl Connect for Tokio {
+    type Stream = MaybeTlsStream<TcpStream>;
+
+    async fn tcp(host: &str, port: u16, nodelay: bool) -> io::Result<Self::Stream> {
+        let tcp = TcpStream::connect((host, port)).await?;
+        tcp.set_nodelay(nodelay)?;
+        Ok(MaybeTlsStream::Plain(tcp))
+    }
+
+    async fn lookup(host: &str, port: u16) -> io::Result<IpAddr> {
+        first_address(tokio::net::lookup_host((host, port)).await?)
+    }
+
+    async fn secure(
+        stream: Self::Stream,
+        host: &str,
+        connector: Connector,
+    ) -> Result<Self::Stream> {
+        secure(stream, host, connector).await
+    }
+
+    fn peer_addr(stream: &Self::Stream) -> Option<SocketAddr> {
+        stream.get_ref().peer_addr().ok()
     }
 }

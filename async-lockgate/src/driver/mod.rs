@@ -1,5 +1,6 @@
 //! The async driver, written once for every runtime: a connection
-//! ([`WebSocketStream`]), its split halves, and the opening handshake, each
+//! ([`WebSocketStream`]), its split halves, the opening handshake and the
+//! dial of `connect_async`, each
 //! generic over the runtime `R` that moves the bytes and keeps the time
 //! ([`Transport`](crate::runtime::Transport)).
 //!
@@ -8,10 +9,12 @@
 //! names these types with the runtime as a parameter.
 
 mod core;
+mod dial;
 mod handshake;
 mod split;
 mod stream;
 
+pub use dial::{connect, first_address, open};
 pub use handshake::{accept_with, client_with, exchange, finish_client, until};
 pub use split::{WebSocketReadHalf, WebSocketWriteHalf};
 pub use stream::{SendFlush, WebSocketStream, stream_item};

@@ -1,0 +1,141 @@
+//! `connect_async`, written once: the route's steps
+//! ([`Route::steps`](lockgate::dial::Route::steps): TCP, a proxy's tunnel,
+//! TLS, the handshake), each done by the runtime's [`Connect`], the whole
+//! of it within the handshake's deadline.
+
+use std::io;
+use std::time::Instant;
+
+use lockgate::dial::{DialStep, Route};
+use lockgate::handshake::IntoClientRequest;
+use lockgate::handshake::client::Response;
+use lockgate::{ClientOptions, Connector, Error, Result, TimeoutKind};
+
+use super::handshake::{exchange, until};
+use super::stream::WebSocketStream;
+use crate::runtime::Connect;
+
+/// Connects to `request`'s URL with `options` on runtime `R`: TCP (with
+/// `TCP_NODELAY` set to `nodelay`), the proxy's tunnel if one is set
+/// ([`ClientOptions::proxy`], [`ClientOptions::proxy_from_env`]), TLS for
+/// `wss://` (the [`ClientOptions::tls`] connector, or the default), then
+/// the handshake, all within the config's handshake deadline.
+///
+/// # Errors
+///
+/// [`Error::Url`] for an unusable URL (or `wss://` without TLS),
+/// [`Error::Io`] for resolution and connection failures (naming the
+/// server, or the proxy), [`Error::Tls`], [`Error::Timeout`] when the
+/// deadline passes,
+/// [`HandshakeFailure::ProxyRefused`](lockgate::HandshakeFailure::ProxyRefused)
+/// when the proxy does not open the tunnel, and the handshake's errors
+/// (see [`client_with`](super::client_with)).
+pub async fn connect<R, Q>(
+    request: Q,
+    options: ClientOptions,
+    nodelay: bool,
+) -> Result<(WebSocketStream<R::Stream, R>, Response)>
+where
+    R: Connect,
+    Q: IntoClientRequest,
+{
+    let request = request.into_client_request()?;
+    let route = options.route(request.uri())?;
+    let steps = route.steps();
+    // Known before any connection is made: whether TLS can be had.
+    let needs_tls = steps
+        .iter()
+        .any(|step| matches!(step, DialStep::Tls { .. }));
+    let connector = match (options.get_connector(), needs_tls) {
+        (_, false) => None,
+        (Some(connector), true) => Some(connector.clone()),
+        (None, true) => Some(Connector::for_wss()?),
+    };
+    let handshake = options.handshake(request, R::now())?;
+    let deadline = handshake.deadline();
+    let mut stream = open::<R>(&route, &steps, connector.as_ref(), nodelay, deadline).await?;
+    // On the heap too: a task that connects keeps its future's size for
+    // the life of the connection it then serves.
+    let opened = Box::pin(exchange::<R, _, _>(&mut stream, handshake)).await?;
+    // The TCP peer (the proxy, through one) in the connection's span.
+    #[cfg(feature = "tracing")]
+    let opened = {
+        let mut opened = opened;
+        if let Some(peer) = R::peer_addr(&stream) {
+            opened.context.record_peer_addr(peer);
+        }
+        opened
+    };
+    Ok((
+        WebSocketStream::from_context(stream, opened.context),
+        opened.response.map(|()| None),
+    ))
+}
+
+/// Does `steps` of `route` (TCP, a proxy's tunnel, TLS through
+/// `connector`) until the WebSocket handshake or the last step, all by
+/// `deadline`: the connection the handshake then runs on.
+///
+/// # Errors
+///
+/// As for [`connect`], but for the handshake's.
+pub async fn open<R: Connect>(
+    route: &Route,
+    steps: &[DialStep<'_>],
+    connector: Option<&Connector>,
+    nodelay: bool,
+    deadline: Option<Instant>,
+) -> Result<R::Stream> {
+    // On the heap: a TLS handshake's state is large, and a task that
+    // connects and then serves the connection would carry it for life.
+    let connection = Box::pin(async {
+        let mut stream = None;
+        let mut resolved = None;
+        for &step in steps {
+            match step {
+                DialStep::Connect { host, port } => {
+                    let tcp = R::tcp(host, port, nodelay)
+                        .await
+                        .map_err(|error| route.connect_error(error))?;
+                    stream = Some(tcp);
+                }
+                DialStep::Tls { host } => {
+                    let connector = connector.cloned().expect("chosen for every Tls step");
+                    let transport = stream.take().expect("Connect comes first");
+                    stream = Some(R::secure(transport, host, connector).await?);
+                }
+                DialStep::Resolve { host, port } => {
+                    let address = R::lookup(host, port)
+                        .await
+                        .map_err(|error| route.resolve_error(error))?;
+                    resolved = Some(address);
+                }
+                DialStep::Tunnel => {
+                    let tunnel = route.tunnel(resolved, deadline).expect("a proxy's step");
+                    let transport = stream.as_mut().expect("Connect comes first");
+                    exchange::<R, _, _>(transport, tunnel).await?;
+                }
+                DialStep::Handshake => break,
+            }
+        }
+        Ok::<_, Error>(stream.expect("Connect comes first"))
+    });
+    until::<R, _>(deadline, connection)
+        .await
+        .ok_or(Error::Timeout(TimeoutKind::Handshake))?
+}
+
+/// The first address of `addresses`, or the error a lookup that found none
+/// reports.
+///
+/// # Errors
+///
+/// [`io::ErrorKind::NotFound`] for an empty list.
+pub fn first_address(
+    mut addresses: impl Iterator<Item = std::net::SocketAddr>,
+) -> io::Result<std::net::IpAddr> {
+    addresses
+        .next()
+        .map(|address| address.ip())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))
+}
