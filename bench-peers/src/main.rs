@@ -2,7 +2,7 @@
 //! tokio-tungstenite, fastwebsockets, tokio-websockets, sockudo-ws and yawc.
 //!
 //! ```text
-//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,deflate,fanout] [--reps N] [--pin] [--out PATH]
+//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,deflate,fanout,duplex] [--reps N] [--pin] [--out PATH]
 //! ```
 //!
 //! Scenarios (see BENCHMARKS.md for what each measures and how its output is
@@ -33,6 +33,11 @@
 //!   tokio-lockgate's hub against each async peer's natural way (a clone
 //!   per connection through a bounded channel into its own sink):
 //!   deliveries per second and server CPU per delivery.
+//! - `duplex`: one loopback connection in full duplex through each async
+//!   library's split API: on each end a reader task and a writer task on a
+//!   2-worker multi-thread runtime, 200k × 64 B binaries each way, a flush
+//!   every 64; messages per second per direction, against a one-way
+//!   (client → server) baseline over the same split halves, and the ratio.
 //!
 //! Every peer uses its default configuration, except yawc's read limit
 //! (see [`libs::YAWC_MAX_PAYLOAD`]) and the compression settings the
@@ -45,6 +50,7 @@
 mod alloc;
 mod deflate;
 mod deflate_idle;
+mod duplex;
 mod fanout;
 mod frames;
 mod idle;
@@ -106,11 +112,16 @@ struct Plan {
     deflate_idle_n: usize,
     reps_fanout: usize,
     fanout: fanout::Shape,
+    reps_duplex: usize,
+    /// Messages per direction in the `duplex` runs.
+    duplex_n: usize,
 }
 
-const GROUPS: [&str; 6] = ["write", "read", "tcp", "idle", "deflate", "fanout"];
+const GROUPS: [&str; 7] = [
+    "write", "read", "tcp", "idle", "deflate", "fanout", "duplex",
+];
 
-const USAGE: &str = "usage: bench-peers [--quick] [--only write,read,tcp,idle,deflate,fanout] [--reps N] \
+const USAGE: &str = "usage: bench-peers [--quick] [--only write,read,tcp,idle,deflate,fanout,duplex] [--reps N] \
                      [--pin] [--out PATH]";
 
 /// The compressed TCP jobs: `small` 1 KiB messages written then flushed
@@ -197,6 +208,8 @@ impl Plan {
                     messages: 1_000,
                     burst: 64,
                 },
+                reps_duplex: 3,
+                duplex_n: 200_000,
             }
         } else {
             Plan {
@@ -229,6 +242,8 @@ impl Plan {
                     messages: 2_000,
                     burst: 64,
                 },
+                reps_duplex: 11,
+                duplex_n: 200_000,
             }
         };
         if let Some(r) = reps {
@@ -238,6 +253,7 @@ impl Plan {
             p.reps_deflate = r;
             p.reps_deflate_idle = r;
             p.reps_fanout = r;
+            p.reps_duplex = r;
         }
         p
     }
@@ -548,6 +564,75 @@ fn fanout_rows(p: &Plan) -> Vec<Row> {
     vec![rate, cpu]
 }
 
+/// Full duplex through the split halves: messages per second each way, the
+/// one-way baseline, and duplex ÷ one-way. Each library's duplex and
+/// one-way runs go back to back within a repetition (in an order that
+/// alternates per repetition), and the ratio rows are the medians of the
+/// per-repetition ratios.
+fn duplex_rows(p: &Plan) -> Vec<Row> {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let n = p.duplex_n;
+    let k = n / 1000;
+    let name = format!(
+        "duplex {k}k × 64 B each way, split halves, {} workers, flush every {}: client → server",
+        duplex::WORKERS,
+        duplex::BATCH
+    );
+    let mut c2s = Row::new(name.clone(), "M msg/s", Better::Higher);
+    let mut s2c = Row::new(
+        "… duplex, server → client (same runs)",
+        "M msg/s",
+        Better::Higher,
+    );
+    let mut one = Row::new(
+        format!("… one-way baseline {k}k × 64 B, client → server only, same split set-up"),
+        "M msg/s",
+        Better::Higher,
+    );
+    let mut r_c2s = Row::new(
+        "… duplex client → server ÷ one-way",
+        "ratio",
+        Better::Higher,
+    );
+    let mut r_s2c = Row::new(
+        "… duplex server → client ÷ one-way (client → server)",
+        "ratio",
+        Better::Higher,
+    );
+    let rate = |d: Duration| n as f64 / d.as_secs_f64() / 1e6;
+    interleave("duplex", &duplex::LIBS, p.reps_duplex, |lib, rep| {
+        let modes = if rep.unwrap_or(0) % 2 == 0 {
+            [duplex::Mode::Duplex, duplex::Mode::OneWay]
+        } else {
+            [duplex::Mode::OneWay, duplex::Mode::Duplex]
+        };
+        let mut both = None;
+        let mut base = None;
+        for mode in modes {
+            let run = duplex::run(lib, mode, n, &listener);
+            match mode {
+                duplex::Mode::Duplex => {
+                    let back = run
+                        .server_to_client
+                        .unwrap_or_else(|| fail(lib.name(), "duplex run without server → client"));
+                    both = Some((run.client_to_server, back));
+                }
+                duplex::Mode::OneWay => base = Some(run.client_to_server),
+            }
+        }
+        if rep.is_none() {
+            return;
+        }
+        let ((fwd, back), base) = both.zip(base).expect("both modes ran");
+        c2s.push(lib, rate(fwd));
+        s2c.push(lib, rate(back));
+        one.push(lib, rate(base));
+        r_c2s.push(lib, rate(fwd) / rate(base));
+        r_s2c.push(lib, rate(back) / rate(base));
+    });
+    vec![c2s, s2c, one, r_c2s, r_s2c]
+}
+
 /// The compressed TCP rows and the compressed idle-memory rows.
 fn deflate_rows(p: &Plan) -> Vec<Row> {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
@@ -689,6 +774,9 @@ fn main() {
     if plan.runs("fanout") {
         rows.extend(fanout_rows(&plan));
     }
+    if plan.runs("duplex") {
+        rows.extend(duplex_rows(&plan));
+    }
     let deflate = if plan.runs("deflate") {
         deflate_rows(&plan)
     } else {
@@ -725,7 +813,14 @@ fn main() {
              Sink `feed` / `flush`, `next_frame`\n\
              - fan-out rows: the serving end on one thread (publisher and a task per connection), \
              tokio-lockgate through its hub, each peer through a bounded channel per connection \
-             feeding its own sink, flushed once per wake-up; {} repetitions\n\n",
+             feeding its own sink, flushed once per wake-up; {} repetitions\n\
+             - duplex rows: a fresh connection per run split with each library's split API \
+             (tokio-lockgate `into_split`; tokio-tungstenite, tokio-websockets, yawc \
+             `StreamExt::split`; fastwebsockets `WebSocket::split` with `tokio::io::split` over \
+             its `BufWriter`; sockudo-ws `WebSocketStream::split`, whose writer writes each \
+             message on `send`), a reader and a writer task per end on a {}-worker multi-thread \
+             runtime; timed from the start until that direction's reader had every message; each \
+             library's duplex and one-way runs back to back; {} repetitions\n\n",
             sys::machine(),
             args.join(" "),
             plan.reps_mem,
@@ -737,6 +832,8 @@ fn main() {
                 "not pinned"
             },
             plan.reps_fanout,
+            duplex::WORKERS,
+            plan.reps_duplex,
         );
         out.push_str(&header);
         #[cfg(feature = "metrics")]

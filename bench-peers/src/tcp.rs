@@ -454,7 +454,9 @@ fn async_end<F: std::future::Future<Output = EndResult>>(make: impl FnOnce() -> 
         .block_on(make())
 }
 
-fn to_tokio(s: TcpStream) -> tokio::net::TcpStream {
+/// A blocking std socket, made non-blocking and registered with the
+/// current tokio runtime.
+pub(crate) fn to_tokio(s: TcpStream) -> tokio::net::TcpStream {
     s.set_nonblocking(true).expect("set_nonblocking");
     tokio::net::TcpStream::from_std(s).expect("register with tokio")
 }
