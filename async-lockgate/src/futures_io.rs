@@ -10,9 +10,10 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use futures_io::{AsyncRead, AsyncWrite};
+use futures_util::io::{AsyncReadExt, ReadHalf, WriteHalf};
 use lockgate::WebSocketContext;
 
-use crate::runtime::{Runtime, Transport};
+use crate::runtime::{Runtime, SplitTransport, Transport};
 
 /// The runtime of `futures-io` streams (`AsyncRead + AsyncWrite + Unpin`):
 /// smol's and async-std's sockets, and anything with a compat layer (for
@@ -67,13 +68,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for FuturesIo {
         cx: &mut Context<'_>,
         context: &mut WebSocketContext,
     ) -> Poll<io::Result<usize>> {
-        let polled = stream.poll_read(cx, context.input_spare());
-        let n = match polled {
-            Poll::Ready(Ok(n)) => n,
-            _ => 0,
-        };
-        context.commit_input(n);
-        polled
+        receive(stream, cx, context)
     }
 
     fn poll_read(
@@ -108,5 +103,74 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for FuturesIo {
     /// close_notify first.
     fn poll_shutdown(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         stream.poll_close(cx)
+    }
+}
+
+/// Reads what `stream` has into `context`'s zeroed room (`futures-io`
+/// reads into initialised memory only) and reports the count.
+fn receive<S: AsyncRead>(
+    stream: Pin<&mut S>,
+    cx: &mut Context<'_>,
+    context: &mut WebSocketContext,
+) -> Poll<io::Result<usize>> {
+    let polled = stream.poll_read(cx, context.input_spare());
+    let n = match polled {
+        Poll::Ready(Ok(n)) => n,
+        _ => 0,
+    };
+    context.commit_input(n);
+    polled
+}
+
+/// `futures_util::io::split`: the parts share the stream behind its lock,
+/// taken for each read or write call, never across the WebSocket work.
+impl<S: AsyncRead + AsyncWrite + Unpin> SplitTransport<S> for FuturesIo {
+    type ReadPart = ReadHalf<S>;
+    type WritePart = WriteHalf<S>;
+
+    fn split(stream: S) -> (ReadHalf<S>, WriteHalf<S>) {
+        stream.split()
+    }
+
+    fn unsplit(read: ReadHalf<S>, write: WriteHalf<S>) -> S {
+        read.reunite(write).expect("the parts of one stream")
+    }
+
+    fn poll_receive_part(
+        read: Pin<&mut ReadHalf<S>>,
+        cx: &mut Context<'_>,
+        context: &mut WebSocketContext,
+    ) -> Poll<io::Result<usize>> {
+        receive(read, cx, context)
+    }
+
+    fn poll_write_part(
+        write: Pin<&mut WriteHalf<S>>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        write.poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored_part(
+        write: Pin<&mut WriteHalf<S>>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        write.poll_write_vectored(cx, bufs)
+    }
+
+    fn poll_flush_part(
+        write: Pin<&mut WriteHalf<S>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        write.poll_flush(cx)
+    }
+
+    fn poll_shutdown_part(
+        write: Pin<&mut WriteHalf<S>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        write.poll_close(cx)
     }
 }

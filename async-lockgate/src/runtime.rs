@@ -135,3 +135,72 @@ pub trait Connect: Transport<Self::Stream> + Sized {
     /// connection's span.
     fn peer_addr(stream: &Self::Stream) -> Option<SocketAddr>;
 }
+
+/// How a runtime splits its stream `S` so that a split connection's read
+/// half reads while its write half writes: the runtime's own split (for
+/// tokio, `tokio::io::split`), whose parts the halves own.
+pub trait SplitTransport<S>: Transport<S> {
+    /// The part that reads.
+    type ReadPart: Unpin;
+    /// The part that writes.
+    type WritePart: Unpin;
+
+    /// Splits `stream` into its parts.
+    fn split(stream: S) -> (Self::ReadPart, Self::WritePart);
+
+    /// Joins the parts of one stream.
+    fn unsplit(read: Self::ReadPart, write: Self::WritePart) -> S;
+
+    /// [`Transport::poll_receive`] on the read part.
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_receive_part(
+        read: Pin<&mut Self::ReadPart>,
+        cx: &mut Context<'_>,
+        context: &mut WebSocketContext,
+    ) -> Poll<io::Result<usize>>;
+
+    /// [`Transport::poll_write`] on the write part.
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_write_part(
+        write: Pin<&mut Self::WritePart>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>>;
+
+    /// [`Transport::poll_write_vectored`] on the write part.
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_write_vectored_part(
+        write: Pin<&mut Self::WritePart>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>>;
+
+    /// [`Transport::poll_flush`] on the write part.
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_flush_part(
+        write: Pin<&mut Self::WritePart>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>>;
+
+    /// [`Transport::poll_shutdown`] on the write part.
+    ///
+    /// # Errors
+    ///
+    /// The stream's.
+    fn poll_shutdown_part(
+        write: Pin<&mut Self::WritePart>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>>;
+}

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use async_lockgate::driver::{WebSocketReadHalf, WebSocketStream, WebSocketWriteHalf};
-use async_lockgate::runtime::Transport;
+use async_lockgate::runtime::{SplitTransport, Transport};
 use lockgate::{CloseFrame, Config, Message, Result, Role, WebSocketContext};
 
 use crate::MockStream;
@@ -191,9 +191,9 @@ type Halves<R> = (
 /// The halves of [`AsyncSplit`], rejoined for a moment when a case looks
 /// at the stream.
 #[derive(Debug)]
-pub struct SplitConnection<R: Transport<AsyncMock>>(RefCell<Option<Halves<R>>>);
+pub struct SplitConnection<R: SplitTransport<AsyncMock>>(RefCell<Option<Halves<R>>>);
 
-impl<R: Transport<AsyncMock>> SplitConnection<R> {
+impl<R: SplitTransport<AsyncMock>> SplitConnection<R> {
     fn rejoined<T>(&self, look: impl FnOnce(&mut WebSocketStream<AsyncMock, R>) -> T) -> T {
         let (write, read) = self.0.borrow_mut().take().expect("split");
         let mut ws = read.reunite(write).expect("halves of one stream");
@@ -207,7 +207,7 @@ impl<R: Transport<AsyncMock>> SplitConnection<R> {
     }
 }
 
-impl<R: Transport<AsyncMock>> Driver for AsyncSplit<R> {
+impl<R: SplitTransport<AsyncMock>> Driver for AsyncSplit<R> {
     type Connection = SplitConnection<R>;
 
     fn open(stream: MockStream, role: Role, config: Config) -> SplitConnection<R> {
@@ -217,7 +217,7 @@ impl<R: Transport<AsyncMock>> Driver for AsyncSplit<R> {
     }
 }
 
-impl<R: Transport<AsyncMock>> Connection for SplitConnection<R> {
+impl<R: SplitTransport<AsyncMock>> Connection for SplitConnection<R> {
     fn read(&mut self) -> Result<Message> {
         at_once(self.halves().1.read())
     }

@@ -60,6 +60,16 @@ impl Counters {
         Self::default()
     }
 
+    /// Takes over what `other` counted and has not handed over (a split
+    /// connection's sending side, rejoining).
+    pub(crate) fn absorb(&mut self, other: &mut Counters) {
+        let other = std::mem::take(other);
+        self.messages_in += other.messages_in;
+        self.bytes_in += other.bytes_in;
+        self.messages_out += other.messages_out;
+        self.bytes_out += other.bytes_out;
+    }
+
     /// A data message of `bytes` payload bytes was received.
     #[inline]
     pub(crate) fn received(&mut self, bytes: usize) {

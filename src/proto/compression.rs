@@ -62,6 +62,22 @@ pub(crate) fn compressed_bound(len: usize) -> usize {
     }
 }
 
+impl Compression {
+    /// Trades compressors with `other`: the sending side of a split
+    /// connection takes the connection's, with its history, and gives it
+    /// back when the halves rejoin. (An inflater must never lose its
+    /// history; a deflater that starts afresh only compresses less.)
+    pub(crate) fn swap_deflater(&mut self, other: &mut Compression) {
+        #[cfg(feature = "deflate")]
+        std::mem::swap(&mut self.deflater, &mut other.deflater);
+        #[cfg(not(feature = "deflate"))]
+        {
+            let _ = other;
+            match *self {}
+        }
+    }
+}
+
 #[cfg(feature = "deflate")]
 impl Compression {
     /// State for `params`, with local settings from `config`. Allocates

@@ -134,6 +134,11 @@ pub struct WebSocketContext {
     /// The connection's `tracing` span, if a subscriber wanted it.
     #[cfg(feature = "tracing")]
     pub(super) span: crate::observe::ConnectionSpan,
+    /// The sending side split off a connection
+    /// ([`split_sender`](Self::split_sender)): its state changes and its
+    /// drop are the receiving side's to report, not its own.
+    #[cfg(any(feature = "metrics", feature = "tracing"))]
+    pub(super) quiet: bool,
 }
 
 /// What the handshake negotiated beyond RFC 6455 itself, and the rate
@@ -210,6 +215,8 @@ impl WebSocketContext {
             counters: crate::observe::Counters::opened(),
             #[cfg(feature = "tracing")]
             span: crate::observe::spans::connection(role),
+            #[cfg(any(feature = "metrics", feature = "tracing"))]
+            quiet: false,
         }
     }
 

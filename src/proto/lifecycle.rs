@@ -113,7 +113,7 @@ impl WebSocketContext {
             self.state
         );
         #[cfg(any(feature = "metrics", feature = "tracing"))]
-        if self.state != to {
+        if self.state != to && !self.quiet {
             self.observe_transition(to, cause);
         }
         #[cfg(not(any(feature = "metrics", feature = "tracing")))]
@@ -259,7 +259,7 @@ impl WebSocketContext {
 #[cfg(any(feature = "metrics", feature = "tracing"))]
 impl Drop for WebSocketContext {
     fn drop(&mut self) {
-        if self.state != State::Terminated {
+        if self.state != State::Terminated && !self.quiet {
             self.set_state(State::Terminated, Cause::Dropped);
         }
         #[cfg(feature = "metrics")]

@@ -10,6 +10,7 @@ mod lifecycle;
 mod rate_limit;
 mod receive;
 mod send;
+mod split;
 mod state;
 #[cfg(test)]
 mod test_frames;

@@ -10,9 +10,9 @@ use std::time::Instant;
 use std::net::{IpAddr, SocketAddr};
 
 use async_lockgate::driver::first_address;
-use async_lockgate::runtime::{Connect, Runtime, Transport};
+use async_lockgate::runtime::{Connect, Runtime, SplitTransport, Transport};
 use lockgate::{Connector, Result, WebSocketContext};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::time::{Sleep, sleep_until};
 use tokio_util::io::poll_read_buf;
@@ -56,13 +56,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for Tokio {
         cx: &mut Context<'_>,
         context: &mut WebSocketContext,
     ) -> Poll<io::Result<usize>> {
-        let polled = poll_read_buf(stream, cx, &mut context.input_buffer());
-        let n = match polled {
-            Poll::Ready(Ok(n)) => n,
-            _ => 0,
-        };
-        context.input_appended(n);
-        polled
+        receive(stream, cx, context)
     }
 
     fn poll_read(
@@ -100,6 +94,75 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for Tokio {
 
     fn poll_shutdown(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         stream.poll_shutdown(cx)
+    }
+}
+
+/// Reads what `stream` has into `context`'s spare capacity, without
+/// zeroing it, and reports the count.
+fn receive<S: AsyncRead>(
+    stream: Pin<&mut S>,
+    cx: &mut Context<'_>,
+    context: &mut WebSocketContext,
+) -> Poll<io::Result<usize>> {
+    let polled = poll_read_buf(stream, cx, &mut context.input_buffer());
+    let n = match polled {
+        Poll::Ready(Ok(n)) => n,
+        _ => 0,
+    };
+    context.input_appended(n);
+    polled
+}
+
+/// `tokio::io::split`: the parts share the stream behind tokio's own lock,
+/// taken for each read or write call, never across the WebSocket work.
+impl<S: AsyncRead + AsyncWrite + Unpin> SplitTransport<S> for Tokio {
+    type ReadPart = ReadHalf<S>;
+    type WritePart = WriteHalf<S>;
+
+    fn split(stream: S) -> (ReadHalf<S>, WriteHalf<S>) {
+        tokio::io::split(stream)
+    }
+
+    fn unsplit(read: ReadHalf<S>, write: WriteHalf<S>) -> S {
+        read.unsplit(write)
+    }
+
+    fn poll_receive_part(
+        read: Pin<&mut ReadHalf<S>>,
+        cx: &mut Context<'_>,
+        context: &mut WebSocketContext,
+    ) -> Poll<io::Result<usize>> {
+        receive(read, cx, context)
+    }
+
+    fn poll_write_part(
+        write: Pin<&mut WriteHalf<S>>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        write.poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored_part(
+        write: Pin<&mut WriteHalf<S>>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        write.poll_write_vectored(cx, bufs)
+    }
+
+    fn poll_flush_part(
+        write: Pin<&mut WriteHalf<S>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        write.poll_flush(cx)
+    }
+
+    fn poll_shutdown_part(
+        write: Pin<&mut WriteHalf<S>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        write.poll_shutdown(cx)
     }
 }
 

@@ -87,3 +87,33 @@ async fn halves_work_from_two_tasks_and_the_reader_answers_pings() {
     );
     assert!(reader.reunite(writer).is_ok());
 }
+
+/// The peer's close, read by the read half, stops the write half: its
+/// writes fail once the reply is queued, and the reply goes out first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_peers_close_read_by_the_read_half_stops_the_write_half() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = accept_async(tcp).await.unwrap();
+        ws.close(None).await.unwrap();
+        // Our close is answered; nothing else may follow it.
+        let mut after_close = Vec::new();
+        while let Some(msg) = ws.next().await {
+            after_close.push(msg.unwrap());
+        }
+        after_close
+    });
+    let (ws, _) = connect_async(url).await.unwrap();
+    let (mut writer, mut reader) = ws.into_split();
+    match timeout(LIMIT, reader.next()).await.unwrap() {
+        Some(Ok(Message::Close(None))) => {}
+        other => panic!("{other:?}"),
+    }
+    let refused = writer.send(Message::text("after the close")).await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert!(timeout(LIMIT, reader.next()).await.unwrap().is_none());
+    let after_close = timeout(LIMIT, server).await.unwrap().unwrap();
+    assert_eq!(after_close, [Message::Close(None)]);
+}

@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use lockgate::{Buf, Message, Next, Operation, Result, WebSocketContext};
+use lockgate::{Buf, Message, Next, Operation, Output, Result, WebSocketContext};
 
 use crate::runtime::{Runtime, Transport};
 
@@ -29,13 +29,7 @@ const MAX_SLICES: usize = 64;
 pub(crate) struct Core<S, R: Runtime> {
     pub(crate) stream: S,
     pub(crate) context: WebSocketContext,
-    /// Armed for the context's next deadline while a read waits. Boxed:
-    /// a timer need not be `Unpin`, and a connection without deadlines
-    /// never allocates it.
-    timer: Option<Pin<Box<R::Timer>>>,
-    /// The runtime's functions only: no `R` is held, so `Core` is `Send`
-    /// and `Sync` whatever `R` is.
-    runtime: PhantomData<fn() -> R>,
+    timer: DeadlineTimer<R>,
 }
 
 impl<S: fmt::Debug, R: Runtime> fmt::Debug for Core<S, R> {
@@ -43,7 +37,7 @@ impl<S: fmt::Debug, R: Runtime> fmt::Debug for Core<S, R> {
         f.debug_struct("Core")
             .field("stream", &self.stream)
             .field("context", &self.context)
-            .field("timer_armed", &self.timer.is_some())
+            .field("timer", &self.timer)
             .finish()
     }
 }
@@ -53,10 +47,71 @@ impl<S, R: Runtime> Core<S, R> {
         Self {
             stream,
             context,
+            timer: DeadlineTimer::default(),
+        }
+    }
+
+    pub(crate) fn into_parts(self) -> (S, WebSocketContext) {
+        (self.stream, self.context)
+    }
+}
+
+/// The timer of a read that waits: armed for its context's next deadline.
+pub(crate) struct DeadlineTimer<R: Runtime> {
+    /// Boxed: a timer need not be `Unpin`, and a connection without
+    /// deadlines never allocates it.
+    timer: Option<Pin<Box<R::Timer>>>,
+    /// The runtime's functions only: no `R` is held, so the timer is
+    /// `Send` and `Sync` whatever `R` is.
+    runtime: PhantomData<fn() -> R>,
+}
+
+impl<R: Runtime> Default for DeadlineTimer<R> {
+    fn default() -> Self {
+        Self {
             timer: None,
             runtime: PhantomData,
         }
     }
+}
+
+impl<R: Runtime> fmt::Debug for DeadlineTimer<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeadlineTimer")
+            .field("armed", &self.timer.is_some())
+            .finish()
+    }
+}
+
+/// What one write hands a stream.
+pub(crate) enum Chunks<'a> {
+    /// One contiguous chunk: a plain write.
+    One(&'a [u8]),
+    /// Several: one vectored write.
+    Many(&'a [IoSlice<'a>]),
+}
+
+/// One write of `output` to a stream: one contiguous chunk (the usual
+/// burst of small frames) with a plain write, several with one vectored
+/// write. Advances the output by what the stream took.
+pub(crate) fn transmit(
+    output: &mut Output<'_>,
+    write: impl FnOnce(Chunks<'_>) -> Poll<io::Result<usize>>,
+) -> Poll<io::Result<()>> {
+    let written = if output.chunk().len() == output.remaining() {
+        write(Chunks::One(output.chunk()))
+    } else {
+        let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+        let filled = output.chunks_vectored(&mut slices);
+        write(Chunks::Many(&slices[..filled]))
+    };
+    written.map(|written| match written? {
+        0 => Err(io::ErrorKind::WriteZero.into()),
+        n => {
+            output.advance(n);
+            Ok(())
+        }
+    })
 }
 
 impl<S: Unpin, R: Transport<S>> Core<S, R> {
@@ -130,26 +185,10 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
             let polled = match next {
                 Next::Message(msg) => return Poll::Ready(Ok(Some(msg))),
                 Next::Done => return Poll::Ready(Ok(None)),
-                Next::Transmit => {
-                    let mut output = context.output();
-                    // One contiguous chunk (the usual burst of small
-                    // frames) goes out with a plain write, several with one
-                    // vectored write.
-                    let written = if output.chunk().len() == output.remaining() {
-                        R::poll_write(stream, wcx, output.chunk())
-                    } else {
-                        let mut slices = [IoSlice::new(&[]); MAX_SLICES];
-                        let filled = output.chunks_vectored(&mut slices);
-                        R::poll_write_vectored(stream, wcx, &slices[..filled])
-                    };
-                    written.map(|written| match written? {
-                        0 => Err(io::ErrorKind::WriteZero.into()),
-                        n => {
-                            output.advance(n);
-                            Ok(())
-                        }
-                    })
-                }
+                Next::Transmit => transmit(&mut context.output(), |chunks| match chunks {
+                    Chunks::One(buf) => R::poll_write(stream, wcx, buf),
+                    Chunks::Many(bufs) => R::poll_write_vectored(stream, wcx, bufs),
+                }),
                 Next::Flush => R::poll_flush(stream, wcx).map_ok(|()| context.flushed()),
                 Next::Receive => R::poll_receive(stream, cx, context).map_ok(|n| {
                     if n == 0 {
@@ -173,7 +212,8 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
                 Poll::Pending => {
                     let read_on = matches!(next, Next::Transmit | Next::Flush)
                         && !self.context.write_would_block(op);
-                    let go_on = read_on || (op == Operation::Read && self.poll_deadline(cx));
+                    let go_on = read_on
+                        || (op == Operation::Read && self.timer.poll(&mut self.context, cx));
                     if !go_on {
                         return Poll::Pending;
                     }
@@ -181,18 +221,20 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
             }
         }
     }
+}
 
-    /// A read is about to wait: arm the timer for the context's next
+impl<R: Runtime> DeadlineTimer<R> {
+    /// A read is about to wait: arm the timer for `context`'s next
     /// deadline. Returns `true` if it passed (and was handled), so the read
     /// goes on.
     ///
     /// The timer is only reset when the deadline changes, which the context
     /// does once per keepalive interval, not per message (once per message
     /// read while a rate limit throttles).
-    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
+    pub(crate) fn poll(&mut self, context: &mut WebSocketContext, cx: &mut Context<'_>) -> bool {
         // The runtime's clock, so tests with a paused clock drive deadlines.
         let now = R::now();
-        let Some(deadline) = self.context.waiting(now) else {
+        let Some(deadline) = context.waiting(now) else {
             return false;
         };
         let timer = match &mut self.timer {
@@ -214,7 +256,7 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
         }
         // The timer fired, so the deadline passed, whatever rounding the
         // clock reading below suffers.
-        self.context.handle_timeout(R::now().max(deadline));
+        context.handle_timeout(R::now().max(deadline));
         true
     }
 }

@@ -1,45 +1,58 @@
 //! [`WebSocketReadHalf`] and [`WebSocketWriteHalf`]: one connection used
-//! from two tasks.
+//! from two tasks that do not wait for each other.
 //!
-//! Both halves share the stream and the context behind a `std` mutex that
-//! is held only inside a single poll, never across an await, so neither half
-//! can block the other for longer than one non-blocking read or write. The
-//! read half writes owed pongs and close replies itself, so a task that only
-//! reads still answers pings.
+//! The halves own their sides of the connection. The read half owns the
+//! receiving context (input, assembly, inflating, rate limits, deadlines)
+//! and the stream's read part; decoding takes no lock. The write half owns
+//! the sending context that [`WebSocketContext::split_sender`] splits off
+//! (the out buffer, the compressor) and the stream's write part, behind a
+//! mutex that only the write half takes on its path. What crosses:
+//!
+//! - the control frames the read half owes (a pong, the reply to a close,
+//!   a keepalive ping, the close that fails the connection) are handed to
+//!   the sending side as encoded bytes, behind what is queued there, and
+//!   written and flushed by the read half at once (taking the write side's
+//!   mutex for that alone, at most one write poll's wait), or by the next
+//!   write, flush or read if the stream cannot take them now;
+//! - the close frame the write half sends, and the end of the read half's
+//!   connection, are states each side is told of.
+//!
+//! The stream itself is split by the runtime (`tokio::io::split`,
+//! `futures_util::io::split`), whose parts share it behind a lock taken for
+//! each read or write call.
 //!
 //! Both halves may wait for the socket to become writable (the read half to
-//! send a pong, the write half to send data), but a stream keeps a single
-//! waker for write readiness. Write operations therefore register a waker
-//! that wakes both halves, so neither can steal the other's wake-up.
+//! deliver a pong, the write half to send data), but a stream keeps a single
+//! waker for write readiness. Writes therefore register a waker that wakes
+//! both halves, so neither can steal the other's wake-up.
 
 use std::fmt;
 use std::future::{Future, poll_fn};
+use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
+use bytes::Buf;
 use futures_core::Stream;
 use futures_sink::Sink;
-use lockgate::{CloseFrame, Config, Error, Message, PreparedMessage, Result};
+use futures_util::task::AtomicWaker;
+use lockgate::{
+    CloseCode, CloseFrame, Config, Error, Message, Next, Operation, PreparedMessage, Result,
+    WebSocketContext,
+};
 
-use super::core::Core;
+use super::core::{Chunks, Core, DeadlineTimer, transmit};
 use super::stream::{WebSocketStream, stream_item};
-use crate::runtime::{Runtime, Transport};
+use crate::runtime::SplitTransport;
 
-/// The tasks of the two halves waiting on the stream.
+/// The tasks of the two halves waiting on the stream: registered without
+/// a lock, woken by either half or by write readiness.
 #[derive(Debug, Default)]
 struct HalfWakers {
-    read_half: Mutex<Option<Waker>>,
-    write_half: Mutex<Option<Waker>>,
-}
-
-impl HalfWakers {
-    fn remember(slot: &Mutex<Option<Waker>>, waker: &Waker) {
-        let mut slot = relock(slot);
-        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            *slot = Some(waker.clone());
-        }
-    }
+    read_half: AtomicWaker,
+    write_half: AtomicWaker,
 }
 
 impl Wake for HalfWakers {
@@ -48,28 +61,8 @@ impl Wake for HalfWakers {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        for slot in [&self.read_half, &self.write_half] {
-            if let Some(waker) = relock(slot).take() {
-                waker.wake();
-            }
-        }
-    }
-}
-
-struct SplitState<S, R: Runtime> {
-    core: Mutex<Core<S, R>>,
-    wakers: Arc<HalfWakers>,
-    /// Wakes both halves; registered for write readiness.
-    both: Waker,
-}
-
-type Shared<S, R> = Arc<SplitState<S, R>>;
-
-impl<S: fmt::Debug, R: Runtime> fmt::Debug for SplitState<S, R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SplitState")
-            .field("core", &self.core)
-            .finish_non_exhaustive()
+        self.read_half.wake();
+        self.write_half.wake();
     }
 }
 
@@ -81,60 +74,136 @@ fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn lock<S, R: Runtime>(shared: &Shared<S, R>) -> MutexGuard<'_, Core<S, R>> {
-    relock(&shared.core)
+/// The sending side: the context split off the connection's and the
+/// stream's write part.
+struct Sender<S, R: SplitTransport<S>> {
+    context: WebSocketContext,
+    write: R::WritePart,
 }
 
-/// Polls `f` on the core, with write readiness waking both halves and
-/// `cx`'s task remembered in `slot`.
-fn poll_shared<S, R: Runtime, T>(
-    shared: &Shared<S, R>,
-    slot: &Mutex<Option<Waker>>,
-    cx: &mut Context<'_>,
-    f: impl FnOnce(&mut Core<S, R>, &mut Context<'_>, &mut Context<'_>) -> Poll<T>,
-) -> Poll<T> {
-    HalfWakers::remember(slot, cx.waker());
-    let mut wcx = Context::from_waker(&shared.both);
-    f(&mut lock(shared), cx, &mut wcx)
+impl<S, R: SplitTransport<S>> Sender<S, R> {
+    /// Runs what `op` owes (after a write: what the buffer's size calls
+    /// for; after a flush, everything and the flush) until it is done or
+    /// the stream must be waited for (registering `wcx`).
+    fn poll_output(&mut self, op: Operation, wcx: &mut Context<'_>) -> Poll<Result<()>> {
+        loop {
+            let Self { context, write } = self;
+            let mut write = Pin::new(write);
+            let polled = match context.poll(op)? {
+                Next::Transmit => transmit(&mut context.output(), |chunks| match chunks {
+                    Chunks::One(buf) => R::poll_write_part(write.as_mut(), wcx, buf),
+                    Chunks::Many(bufs) => R::poll_write_vectored_part(write.as_mut(), wcx, bufs),
+                }),
+                Next::Flush => {
+                    R::poll_flush_part(write.as_mut(), wcx).map_ok(|()| context.flushed())
+                }
+                _ => return Poll::Ready(Ok(())),
+            };
+            match polled {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.context.io_error(e))),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
 }
 
-/// Polls a read for the read half: its task waits for input and deadlines.
-fn poll_read_half<S: Unpin, R: Transport<S>>(
-    shared: &Shared<S, R>,
-    cx: &mut Context<'_>,
-) -> Poll<Result<Message>> {
-    poll_shared(shared, &shared.wakers.read_half, cx, |core, cx, wcx| {
-        core.poll_read(cx, wcx)
-    })
+/// What both halves share: the sending side, and what the read half is
+/// told and tells.
+struct SplitState<S, R: SplitTransport<S>> {
+    sender: Mutex<Sender<S, R>>,
+    /// The code of the close frame the write half sent, for the read half
+    /// to learn ([`WebSocketContext::close_sent_by_sender`]).
+    sender_close: Mutex<Option<Option<CloseCode>>>,
+    /// `sender_close` or `new_config` holds news for the read half.
+    news: AtomicBool,
+    /// A configuration set through either half, for the read half's
+    /// context.
+    new_config: Mutex<Option<Config>>,
+    /// Control frames the read half handed over could not all go out: it
+    /// tries again on its next poll.
+    owed: AtomicBool,
+    /// The read half holds control frames back until those handed over
+    /// went out: the write half wakes it when they did.
+    held: AtomicBool,
+    /// Published by the read half after each poll.
+    buffered_input: AtomicUsize,
+    terminated: AtomicBool,
+    wakers: Arc<HalfWakers>,
+    /// Wakes both halves; registered for write readiness.
+    both: Waker,
 }
 
-/// Polls a write for the write half.
-fn poll_write_half<S: Unpin, R: Transport<S>>(
-    shared: &Shared<S, R>,
-    cx: &mut Context<'_>,
-) -> Poll<Result<()>> {
-    poll_shared(shared, &shared.wakers.write_half, cx, |core, _, wcx| {
-        core.poll_write(wcx)
-    })
+impl<S, R: SplitTransport<S>> SplitState<S, R> {
+    fn sender(&self) -> MutexGuard<'_, Sender<S, R>> {
+        relock(&self.sender)
+    }
+
+    /// Polls `op` on the sending side for the write half.
+    fn poll_write_half(&self, op: Operation, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.wakers.write_half.register(cx.waker());
+        let mut wcx = Context::from_waker(&self.both);
+        let mut sender = self.sender();
+        if op == Operation::Flush {
+            sender.context.flush();
+        }
+        let polled = sender.poll_output(op, &mut wcx);
+        drop(sender);
+        match polled {
+            // What is left may be owed (a pong, a close): the read half
+            // delivers it too if it polls first.
+            Poll::Pending => self.owed.store(true, Ordering::Release),
+            // The stream took everything: the read half may hand over
+            // what it held back meanwhile.
+            Poll::Ready(Ok(())) if self.held.load(Ordering::Acquire) => {
+                self.owed.store(false, Ordering::Release);
+                self.wakers.read_half.wake();
+            }
+            Poll::Ready(_) => {}
+        }
+        polled
+    }
+
+    /// Tells the read half the write half sent a close frame with `code`.
+    fn sent_close(&self, code: Option<CloseCode>) {
+        *relock(&self.sender_close) = Some(code);
+        self.news.store(true, Ordering::Release);
+        self.wakers.read_half.wake();
+    }
 }
 
-/// Polls a flush (or what `send` and `close` owe) for the write half.
-fn poll_flush_half<S: Unpin, R: Transport<S>>(
-    shared: &Shared<S, R>,
-    cx: &mut Context<'_>,
-) -> Poll<Result<()>> {
-    poll_shared(shared, &shared.wakers.write_half, cx, |core, _, wcx| {
-        core.poll_flush(wcx)
-    })
+/// The receiving side, which the read half owns.
+struct Receiver<S, R: SplitTransport<S>> {
+    context: WebSocketContext,
+    read: R::ReadPart,
+    timer: DeadlineTimer<R>,
 }
 
-pub(crate) fn split<S, R: Runtime>(
+type Shared<S, R> = Arc<SplitState<S, R>>;
+
+pub(crate) fn split<S, R: SplitTransport<S>>(
     ws: WebSocketStream<S, R>,
 ) -> (WebSocketWriteHalf<S, R>, WebSocketReadHalf<S, R>) {
+    let (stream, mut context) = ws.into_core().into_parts();
+    let (read, write) = R::split(stream);
+    let sender = Sender {
+        context: context.split_sender(),
+        write,
+    };
     let wakers = Arc::new(HalfWakers::default());
     let both = Waker::from(wakers.clone());
     let shared = Arc::new(SplitState {
-        core: Mutex::new(ws.into_core()),
+        sender: Mutex::new(sender),
+        sender_close: Mutex::new(None),
+        news: AtomicBool::new(false),
+        new_config: Mutex::new(None),
+        // What the sending side took over may be owed: the first read
+        // finds out.
+        owed: AtomicBool::new(true),
+        held: AtomicBool::new(false),
+        buffered_input: AtomicUsize::new(context.buffered_input()),
+        terminated: AtomicBool::new(context.is_terminated()),
         wakers,
         both,
     });
@@ -142,70 +211,80 @@ pub(crate) fn split<S, R: Runtime>(
         WebSocketWriteHalf {
             shared: shared.clone(),
         },
-        WebSocketReadHalf { shared },
+        WebSocketReadHalf {
+            shared,
+            receiver: Receiver {
+                context,
+                read,
+                timer: DeadlineTimer::default(),
+            },
+        },
     )
 }
 
 /// The reading half of a split [`WebSocketStream`]: [`read`](Self::read)
 /// and [`Stream`].
-pub struct WebSocketReadHalf<S, R: Runtime> {
+pub struct WebSocketReadHalf<S, R: SplitTransport<S>> {
     shared: Shared<S, R>,
+    receiver: Receiver<S, R>,
 }
 
 /// The writing half of a split [`WebSocketStream`]: `write`, `flush`,
 /// `send`, `close` and [`Sink`].
-pub struct WebSocketWriteHalf<S, R: Runtime> {
+pub struct WebSocketWriteHalf<S, R: SplitTransport<S>> {
     shared: Shared<S, R>,
 }
 
-impl<S: fmt::Debug, R: Runtime> fmt::Debug for WebSocketReadHalf<S, R> {
+impl<S, R: SplitTransport<S>> fmt::Debug for WebSocketReadHalf<S, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("WebSocketReadHalf")
-            .field(&self.shared)
-            .finish()
+        f.debug_struct("WebSocketReadHalf")
+            .field("context", &self.receiver.context)
+            .finish_non_exhaustive()
     }
 }
 
-impl<S: fmt::Debug, R: Runtime> fmt::Debug for WebSocketWriteHalf<S, R> {
+impl<S, R: SplitTransport<S>> fmt::Debug for WebSocketWriteHalf<S, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("WebSocketWriteHalf")
-            .field(&self.shared)
-            .finish()
+        f.debug_struct("WebSocketWriteHalf").finish_non_exhaustive()
     }
 }
 
 /// What both halves can ask of the connection they share.
 macro_rules! shared_state_accessors {
     ($half:ident) => {
-        impl<S, R: Runtime> $half<S, R> {
-            /// Bytes received but not yet returned as messages: when
-            /// non-zero, the read half's next `read` may complete without
-            /// waiting for the socket, so a reply can wait for those
-            /// messages before a flush.
+        impl<S, R: SplitTransport<S>> $half<S, R> {
+            /// Bytes received but not yet returned as messages (as of the
+            /// read half's last poll): when non-zero, the read half's next
+            /// `read` may complete without waiting for the socket, so a
+            /// reply can wait for those messages before a flush.
             pub fn buffered_input(&self) -> usize {
-                lock(&self.shared).context.buffered_input()
+                self.shared.buffered_input.load(Ordering::Acquire)
             }
 
             /// Bytes written (by either half) but not yet handed to the
             /// stream.
             pub fn buffered_output(&self) -> usize {
-                lock(&self.shared).context.buffered_output()
+                self.shared.sender().context.buffered_output()
             }
 
             /// Whether more messages can be read: the closing handshake has
-            /// not completed and the connection has not failed.
+            /// not completed and the connection has not failed (as of the
+            /// read half's last poll).
             pub fn can_read(&self) -> bool {
-                !lock(&self.shared).context.is_terminated()
+                !self.shared.terminated.load(Ordering::Acquire)
             }
 
             /// The configuration (a copy: the halves share it).
             pub fn config(&self) -> Config {
-                *lock(&self.shared).context.config()
+                *self.shared.sender().context.config()
             }
 
-            /// Replaces the configuration of the connection (both halves).
+            /// Replaces the configuration of the connection (both halves;
+            /// the read half's from its next poll).
             pub fn set_config(&self, config: Config) {
-                lock(&self.shared).context.set_config(config);
+                self.shared.sender().context.set_config(config);
+                *relock(&self.shared.new_config) = Some(config);
+                self.shared.news.store(true, Ordering::Release);
             }
         }
     };
@@ -214,7 +293,186 @@ macro_rules! shared_state_accessors {
 shared_state_accessors!(WebSocketReadHalf);
 shared_state_accessors!(WebSocketWriteHalf);
 
-impl<S: Unpin, R: Transport<S>> WebSocketReadHalf<S, R> {
+impl<S, R: SplitTransport<S>> Receiver<S, R> {
+    /// Applies what the write half told: its close frame, a new
+    /// configuration.
+    fn catch_up(&mut self, shared: &SplitState<S, R>) {
+        if !shared.news.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(config) = relock(&shared.new_config).take() {
+            self.context.set_config(config);
+        }
+        if let Some(code) = relock(&shared.sender_close).take() {
+            self.context.close_sent_by_sender(code);
+        }
+    }
+
+    /// Hands the control frames the receiving context queued to the
+    /// sending side, behind what is queued there, and writes them out
+    /// with a flush as far as the stream takes them now. Returns `false`
+    /// if frames handed over earlier are still waiting for the stream:
+    /// then nothing is handed over, and the receiving context keeps its
+    /// frames (and answers only the newest ping meanwhile), as a context
+    /// whose writes block does.
+    fn hand_over(&mut self, shared: &SplitState<S, R>, wcx: &mut Context<'_>) -> Result<bool> {
+        let mut sender = shared.sender();
+        if shared.owed.load(Ordering::Acquire) && !Self::deliver(shared, &mut sender, wcx)? {
+            return Ok(false);
+        }
+        let context = &mut self.context;
+        let frames = {
+            let mut output = context.output();
+            output.copy_to_bytes(output.remaining())
+        };
+        let closes = context.receiver_closed();
+        sender.context.queue_control(&frames, closes);
+        shared.owed.store(true, Ordering::Release);
+        Self::deliver(shared, &mut sender, wcx)?;
+        Ok(true)
+    }
+
+    /// Writes out what the sending side owes (the frames handed over, and
+    /// whatever data is queued ahead of them) and flushes, as far as the
+    /// stream takes them now.
+    /// Returns whether everything owed went out.
+    fn deliver(
+        shared: &SplitState<S, R>,
+        sender: &mut Sender<S, R>,
+        wcx: &mut Context<'_>,
+    ) -> Result<bool> {
+        match sender.poll_output(Operation::Write, wcx) {
+            Poll::Ready(Ok(())) => {
+                shared.owed.store(false, Ordering::Release);
+                Ok(true)
+            }
+            Poll::Ready(Err(error)) => Err(error),
+            // The write side registered `wcx`, which wakes this half too.
+            Poll::Pending => Ok(false),
+        }
+    }
+
+    /// The closing handshake is complete: whatever the sending side still
+    /// owes goes out, then its write part is shut down.
+    fn poll_shutdown(
+        &mut self,
+        shared: &SplitState<S, R>,
+        wcx: &mut Context<'_>,
+    ) -> Poll<Result<()>> {
+        let mut sender = shared.sender();
+        std::task::ready!(sender.poll_output(Operation::Write, wcx))?;
+        let shut = R::poll_shutdown_part(Pin::new(&mut sender.write), wcx);
+        shut.map(|_| {
+            // A failed shutdown changes nothing: the closing handshake is
+            // complete either way.
+            self.context.shut_down();
+            Ok(())
+        })
+    }
+
+    fn poll_receive(
+        &mut self,
+        shared: &SplitState<S, R>,
+        cx: &mut Context<'_>,
+        wcx: &mut Context<'_>,
+    ) -> Poll<Result<Message>> {
+        loop {
+            let next = self.context.poll(Operation::Read)?;
+            let polled = match next {
+                Next::Message(msg) => return Poll::Ready(Ok(msg)),
+                Next::Transmit => match self.hand_over(shared, wcx) {
+                    Ok(true) => continue,
+                    // The stream cannot take more now: read on if the
+                    // peer may be waiting for us to, else wait for it.
+                    Ok(false) => {
+                        shared.held.store(true, Ordering::Release);
+                        if self.context.write_would_block(Operation::Read) {
+                            return Poll::Pending;
+                        }
+                        continue;
+                    }
+                    Err(error) => return Poll::Ready(Err(error)),
+                },
+                // Handed over: flushed once the sending side delivered it.
+                // Until then the receiving context holds back what it
+                // queues next (only the newest pong), as when its own
+                // writes block.
+                Next::Flush => {
+                    let delivered = !shared.owed.load(Ordering::Acquire) || {
+                        let mut sender = shared.sender();
+                        match Self::deliver(shared, &mut sender, wcx) {
+                            Ok(delivered) => delivered,
+                            Err(error) => return Poll::Ready(Err(error)),
+                        }
+                    };
+                    if delivered {
+                        shared.held.store(false, Ordering::Release);
+                        self.context.flushed();
+                        continue;
+                    }
+                    shared.held.store(true, Ordering::Release);
+                    if self.context.write_would_block(Operation::Read) {
+                        return Poll::Pending;
+                    }
+                    continue;
+                }
+                Next::Shutdown => match self.poll_shutdown(shared, wcx) {
+                    Poll::Ready(Ok(())) => continue,
+                    Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                    Poll::Pending => return Poll::Pending,
+                },
+                Next::Receive => {
+                    let Receiver { context, read, .. } = self;
+                    R::poll_receive_part(Pin::new(read), cx, context).map_ok(|n| {
+                        if n == 0 {
+                            context.input_ended();
+                        }
+                    })
+                }
+                // A rate limit holds the next message back: only the timer.
+                Next::Wait => Poll::Pending,
+                Next::Done => unreachable!("a read ends with a message"),
+            };
+            match polled {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => {
+                    return Poll::Ready(Err(self.context.io_error(e)));
+                }
+                Poll::Pending => {
+                    let Receiver { context, timer, .. } = self;
+                    if !timer.poll(context, cx) {
+                        return Poll::Pending;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<S, R: SplitTransport<S>> WebSocketReadHalf<S, R> {
+    fn poll_read_message(&mut self, cx: &mut Context<'_>) -> Poll<Result<Message>> {
+        let Self { shared, receiver } = self;
+        shared.wakers.read_half.register(cx.waker());
+        let mut wcx = Context::from_waker(&shared.both);
+        receiver.catch_up(shared);
+        if shared.owed.load(Ordering::Acquire) {
+            let mut sender = shared.sender();
+            if let Err(error) = Receiver::deliver(shared, &mut sender, &mut wcx) {
+                return Poll::Ready(Err(error));
+            }
+        }
+        let polled = receiver.poll_receive(shared, cx, &mut wcx);
+        shared
+            .buffered_input
+            .store(receiver.context.buffered_input(), Ordering::Release);
+        if let Poll::Ready(Err(_)) = &polled {
+            shared.terminated.store(true, Ordering::Release);
+            shared.sender().context.receiver_closing(true);
+        }
+        polled
+    }
+
     /// Reads the next message; see [`WebSocketStream::read`]. Cancel-safe.
     ///
     /// # Errors
@@ -223,14 +481,18 @@ impl<S: Unpin, R: Transport<S>> WebSocketReadHalf<S, R> {
     // Not an `async fn`: the future is one pointer (see
     // `WebSocketStream::read`).
     pub fn read(&mut self) -> impl Future<Output = Result<Message>> + '_ {
-        poll_fn(move |cx| poll_read_half(&self.shared, cx))
+        poll_fn(move |cx| self.poll_read_message(cx))
     }
 
     /// Queues a close frame, owed a flush that the next read (or a write
     /// half's write or flush) gives it (a drain's turn, from inside a read).
     #[doc(hidden)]
     pub fn queue_close(&self, frame: CloseFrame) -> Result<()> {
-        lock(&self.shared).context.close(Some(frame))
+        let code = frame.code;
+        self.shared.sender().context.close(Some(frame))?;
+        self.shared.owed.store(true, Ordering::Release);
+        self.shared.sent_close(Some(code));
+        Ok(())
     }
 
     /// Whether `other` is the write half split from the same stream.
@@ -243,6 +505,10 @@ impl<S: Unpin, R: Transport<S>> WebSocketReadHalf<S, R> {
     /// # Errors
     ///
     /// Gives both halves back if they were not split from the same stream.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the halves come back as they were given, as with tokio's split"
+    )]
     pub fn reunite(
         self,
         other: WebSocketWriteHalf<S, R>,
@@ -251,24 +517,46 @@ impl<S: Unpin, R: Transport<S>> WebSocketReadHalf<S, R> {
             return Err((self, other));
         }
         drop(other);
-        let core = Arc::into_inner(self.shared)
+        let Self {
+            shared,
+            mut receiver,
+        } = self;
+        receiver.catch_up(&shared);
+        let sender = Arc::into_inner(shared)
             .expect("both halves were consumed")
-            .core
+            .sender
             .into_inner()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        Ok(WebSocketStream::from_core(core))
+        let Receiver {
+            mut context, read, ..
+        } = receiver;
+        context.rejoin_sender(sender.context);
+        let stream = R::unsplit(read, sender.write);
+        Ok(WebSocketStream::from_core(Core::new(stream, context)))
     }
 }
 
-impl<S: Unpin, R: Transport<S>> WebSocketWriteHalf<S, R> {
+impl<S, R: SplitTransport<S>> WebSocketWriteHalf<S, R> {
     /// Queues `msg`; see [`WebSocketStream::write`].
     ///
     /// # Errors
     ///
     /// As for [`WebSocketStream::write`].
     pub async fn write(&mut self, msg: Message) -> Result<()> {
-        lock(&self.shared).context.write(msg)?;
-        poll_fn(|cx| poll_write_half(&self.shared, cx)).await
+        if let Message::Close(frame) = msg {
+            self.start_close(frame)?;
+        } else if self.queue(|context| context.write(msg))? {
+            return Ok(());
+        }
+        poll_fn(|cx| self.shared.poll_write_half(Operation::Write, cx)).await
+    }
+
+    /// Queues with `encode` and returns whether the write is done (the
+    /// usual case: it only queued), all under one lock.
+    fn queue(&self, encode: impl FnOnce(&mut WebSocketContext) -> Result<()>) -> Result<bool> {
+        let mut sender = self.shared.sender();
+        encode(&mut sender.context)?;
+        Ok(matches!(sender.context.poll(Operation::Write)?, Next::Done))
     }
 
     /// [`write`](Self::write), but never compressed; see
@@ -278,8 +566,12 @@ impl<S: Unpin, R: Transport<S>> WebSocketWriteHalf<S, R> {
     ///
     /// As for [`write`](Self::write).
     pub async fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
-        lock(&self.shared).context.write_uncompressed(msg)?;
-        poll_fn(|cx| poll_write_half(&self.shared, cx)).await
+        if let Message::Close(frame) = msg {
+            self.start_close(frame)?;
+        } else if self.queue(|context| context.write_uncompressed(msg))? {
+            return Ok(());
+        }
+        poll_fn(|cx| self.shared.poll_write_half(Operation::Write, cx)).await
     }
 
     /// Queues a [`PreparedMessage`]; see [`WebSocketStream::write_prepared`].
@@ -288,8 +580,12 @@ impl<S: Unpin, R: Transport<S>> WebSocketWriteHalf<S, R> {
     ///
     /// As for [`WebSocketStream::write_prepared`].
     pub async fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
-        lock(&self.shared).context.write_prepared(msg)?;
-        poll_fn(|cx| poll_write_half(&self.shared, cx)).await
+        if let Message::Close(frame) = msg.message() {
+            self.start_close(frame.clone())?;
+        } else if self.queue(|context| context.write_prepared(msg))? {
+            return Ok(());
+        }
+        poll_fn(|cx| self.shared.poll_write_half(Operation::Write, cx)).await
     }
 
     /// Writes everything and flushes; see [`SendFlush::flush`](super::SendFlush::flush).
@@ -298,7 +594,7 @@ impl<S: Unpin, R: Transport<S>> WebSocketWriteHalf<S, R> {
     ///
     /// [`Error::Io`].
     pub async fn flush(&mut self) -> Result<()> {
-        poll_fn(|cx| poll_flush_half(&self.shared, cx)).await
+        poll_fn(|cx| self.shared.poll_write_half(Operation::Flush, cx)).await
     }
 
     /// [`write`](Self::write) then [`flush`](Self::flush).
@@ -307,7 +603,7 @@ impl<S: Unpin, R: Transport<S>> WebSocketWriteHalf<S, R> {
     ///
     /// As for both.
     pub async fn send(&mut self, msg: Message) -> Result<()> {
-        lock(&self.shared).context.write(msg)?;
+        self.start_send_message(msg)?;
         self.flush().await
     }
 
@@ -318,42 +614,63 @@ impl<S: Unpin, R: Transport<S>> WebSocketWriteHalf<S, R> {
     ///
     /// As for [`WebSocketStream::close`].
     pub async fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
-        lock(&self.shared).context.close(frame)?;
+        self.start_close(frame)?;
         self.flush().await
+    }
+
+    /// Queues `msg`, telling the read half if it is a close frame.
+    fn start_send_message(&self, msg: Message) -> Result<()> {
+        match msg {
+            Message::Close(frame) => self.start_close(frame),
+            msg => self.shared.sender().context.write(msg),
+        }
+    }
+
+    /// Queues a close frame and tells the read half, which then waits for
+    /// the peer's within the close timeout.
+    fn start_close(&self, frame: Option<CloseFrame>) -> Result<()> {
+        let code = frame.as_ref().map(|frame| frame.code);
+        let newly = {
+            let mut sender = self.shared.sender();
+            let before = sender.context.sent_close();
+            sender.context.close(frame)?;
+            !before && sender.context.sent_close()
+        };
+        if newly {
+            self.shared.sent_close(code);
+        }
+        Ok(())
     }
 }
 
-impl<S: Unpin, R: Transport<S>> Stream for WebSocketReadHalf<S, R> {
+impl<S, R: SplitTransport<S>> Stream for WebSocketReadHalf<S, R> {
     type Item = Result<Message>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        poll_read_half(&self.shared, cx).map(stream_item)
+        self.get_mut().poll_read_message(cx).map(stream_item)
     }
 }
 
-impl<S: Unpin, R: Transport<S>> Sink<Message> for WebSocketWriteHalf<S, R> {
+impl<S, R: SplitTransport<S>> Sink<Message> for WebSocketWriteHalf<S, R> {
     type Error = Error;
 
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        poll_write_half(&self.shared, cx)
+        self.shared.poll_write_half(Operation::Write, cx)
     }
 
     fn start_send(self: Pin<&mut Self>, msg: Message) -> Result<()> {
-        lock(&self.shared).context.write(msg)
+        self.start_send_message(msg)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        poll_flush_half(&self.shared, cx)
+        self.shared.poll_write_half(Operation::Flush, cx)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        {
-            let context = &mut lock(&self.shared).context;
-            match context.close(None) {
-                Ok(()) | Err(Error::AlreadyClosed) => {}
-                Err(e) => return Poll::Ready(Err(e)),
-            }
+        match self.start_close(None) {
+            Ok(()) | Err(Error::AlreadyClosed) => {}
+            Err(e) => return Poll::Ready(Err(e)),
         }
-        poll_flush_half(&self.shared, cx)
+        self.shared.poll_write_half(Operation::Flush, cx)
     }
 }

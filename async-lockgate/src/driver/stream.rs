@@ -15,7 +15,7 @@ use lockgate::{
 
 use super::core::Core;
 use super::split::{WebSocketReadHalf, WebSocketWriteHalf, split};
-use crate::runtime::{Runtime, Transport};
+use crate::runtime::{Runtime, SplitTransport, Transport};
 
 /// A WebSocket connection over a stream of runtime `R`, driving lockgate's
 /// sans-IO [`WebSocketContext`] directly (no blocking shim, no waker
@@ -306,17 +306,24 @@ impl<S: Unpin, R: Transport<S>> WebSocketStream<S, R> {
         self.inner.core.context.close(frame)?;
         self.inner.flush().await
     }
+}
 
+impl<S: Unpin, R: SplitTransport<S>> WebSocketStream<S, R> {
     /// Splits into a write half and a read half that can move to different
-    /// tasks. Pongs owed by the read half are written by it, and the read
+    /// tasks, and run side by side: each half owns its side of the
+    /// connection (the read half decodes, the write half encodes, neither
+    /// taking a lock the other holds), and only what one owes the other
+    /// crosses. Pongs and close replies owed by the read half are written
+    /// by it, behind the data queued by the write half, and the read
     /// half's waits enforce the deadlines.
     ///
     /// The order is **(write, read)**, as with `futures::StreamExt::split`
     /// (sink first, then stream). Unlike `StreamExt::split`'s halves
     /// (`SplitSink<WebSocketStream<S>, Message>` and
     /// `SplitStream<WebSocketStream<S>>`, which `ws.split()` gives with
-    /// `StreamExt` imported), these keep `write`/`flush`/`send`/`close` and
-    /// `read`, and the read half answers pings on its own.
+    /// `StreamExt` imported, and which lock the whole stream for each
+    /// operation), these keep `write`/`flush`/`send`/`close` and `read`,
+    /// and the read half answers pings on its own.
     ///
     /// ```
     /// # async fn f(ws: async_lockgate::WebSocketStream<smol::net::TcpStream>) {
