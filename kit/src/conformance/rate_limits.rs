@@ -1,4 +1,4 @@
-//! Rate limits over a real socket, against a [`RawPeer`] that floods: a
+//! Rate limits over a real socket, against a [`RawPeer`](crate::RawPeer) that floods: a
 //! throttled read hands messages over no faster than the limit allows and
 //! keeps the connection, and the Close policy fails the read with the
 //! limit that was overrun and tells the peer 1008. The only use of the
