@@ -181,6 +181,7 @@ mod tests {
     }
 
     /// The next message `context` reads from what it was fed.
+    #[cfg(feature = "deflate")]
     fn read(context: &mut WebSocketContext) -> Message {
         loop {
             match context.poll(Operation::Read).unwrap() {
