@@ -113,8 +113,9 @@
 //! - [`WebSocketStream`] is a `Stream` and a `Sink` as before;
 //!   `StreamExt::split` gives the same `SplitSink` / `SplitStream`.
 //!   [`into_split`](WebSocketStream::into_split) gives lockgate's own
-//!   halves, which keep `read`/`write`/`flush`/`send`/`close` and do not
-//!   lock each other.
+//!   halves, which keep `read`/`write`/`flush`/`send`/`close` and run side
+//!   by side: each owns its side of the connection, and only what the read
+//!   half owes (a pong, a close reply) and the close state cross.
 //! - `send` and `flush` work with or without `SinkExt` imported (see
 //!   [`WebSocketStream`]); `write` queues without flushing.
 //! - `connect_async*` return `lockgate::handshake::client::Response`, as
