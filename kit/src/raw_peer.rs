@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use lockgate::frame::OpCode;
 use lockgate::{Config, TimeoutKind};
 
-use super::{WireFrame, parse_complete_frames};
+use super::{WireFrame, client_frame, parse_complete_frames};
 
 /// A client upgrade request with the RFC 6455 section 1.3 key.
 const UPGRADE_REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\
@@ -69,6 +69,60 @@ impl RawPeer {
             "{}",
             String::from_utf8_lossy(&head)
         );
+    }
+
+    /// Answers every ping with its pong, as a client, and sends `text` once
+    /// `send_at` has passed, until the server's close arrives, which it
+    /// answers. Returns how many pings it answered.
+    ///
+    /// # Panics
+    ///
+    /// On anything but pings and the close, on the end of the stream, and
+    /// if no close arrives within `limit`.
+    pub fn answer_pings_until_closed(
+        &mut self,
+        send_at: Instant,
+        text: &str,
+        limit: Duration,
+    ) -> usize {
+        let end = Instant::now() + limit;
+        self.stream.set_read_timeout(Some(POLL)).unwrap();
+        let mut wire = Vec::new();
+        let mut buf = [0; 4096];
+        let mut pings = 0;
+        let mut sent = false;
+        while Instant::now() < end {
+            if !sent && Instant::now() >= send_at {
+                let frame = client_frame(OpCode::Text, text.as_bytes());
+                self.stream.write_all(&frame).unwrap();
+                sent = true;
+            }
+            match self.stream.read(&mut buf) {
+                Ok(0) => panic!("the end of the stream before the closing handshake"),
+                Ok(n) => wire.extend_from_slice(&buf[..n]),
+                Err(e) if is_timeout(&e) => continue,
+                Err(e) => panic!("reading: {e}"),
+            }
+            let (frames, used) = parse_complete_frames(&wire);
+            wire.drain(..used);
+            for frame in frames {
+                let reply = match frame.header.opcode {
+                    OpCode::Ping => {
+                        pings += 1;
+                        OpCode::Pong
+                    }
+                    OpCode::Close => OpCode::Close,
+                    other => panic!("unexpected {other:?} frame"),
+                };
+                self.stream
+                    .write_all(&client_frame(reply, &frame.payload))
+                    .unwrap();
+                if reply == OpCode::Close {
+                    return pings;
+                }
+            }
+        }
+        panic!("no close within {limit:?}");
     }
 
     /// Reads what was sent to this peer until `done` holds for the frames

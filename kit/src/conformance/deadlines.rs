@@ -124,3 +124,43 @@ pub fn after_the_peers_close_our_write_side_is_shut_down<D: Sockets>() {
     assert!(received.ended, "no EOF after the close reply: {received:?}");
     drop(ws);
 }
+
+/// A peer that answers every keepalive ping stays connected: the pongs are
+/// consumed, never returned, and the read returns the peer's message when
+/// it comes, however many intervals later; the closing handshake then
+/// completes.
+pub fn a_peer_that_answers_pings_stays_connected<D: Sockets>() {
+    const QUIET: Duration = Duration::from_secs(2);
+    let interval = Duration::from_millis(300);
+    let config = Config::default()
+        .ping_interval(Some(interval))
+        .ping_timeout(Some(interval));
+    let (mut ws, mut peer, guard) = server_and_raw_peer::<D>(config);
+    let start = Instant::now();
+    let answering = std::thread::spawn(move || {
+        peer.answer_pings_until_closed(start + QUIET, "still here", QUIET + LIMIT)
+    });
+    let received = ws.read();
+    let took = start.elapsed();
+    assert_eq!(
+        received.unwrap(),
+        Message::text("still here"),
+        "after {took:?}"
+    );
+    assert!(took >= QUIET, "{took:?}");
+    ws.close(None).unwrap();
+    let mut end = None;
+    for _ in 0..10 {
+        match ws.read() {
+            Ok(Message::Close(_)) => {}
+            other => {
+                end = Some(other);
+                break;
+            }
+        }
+    }
+    drop(guard);
+    assert!(matches!(end, Some(Err(Error::ConnectionClosed))), "{end:?}");
+    let pings = answering.join().unwrap();
+    assert!(pings >= 2, "the peer answered {pings} pings in {QUIET:?}");
+}

@@ -111,6 +111,7 @@ macro_rules! handshake_suite {
             deadlines::a_silent_peer_fails_the_read_with_a_timeout,
             deadlines::a_read_blocked_on_owed_output_still_fails_on_its_deadline,
             deadlines::after_the_peers_close_our_write_side_is_shut_down,
+            deadlines::a_peer_that_answers_pings_stays_connected,
             rate_limits::a_throttled_read_keeps_the_pace_and_the_connection,
             rate_limits::the_close_policy_fails_the_read_and_tells_the_peer_1008,
         );
