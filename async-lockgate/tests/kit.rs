@@ -17,7 +17,7 @@ use async_lockgate::{
 };
 use futures_util::FutureExt;
 use lockgate_kit::conformance::dial::Dialer;
-use lockgate_kit::conformance::{Dialed, Session, Sockets, echo_messages};
+use lockgate_kit::conformance::{Dialed, Session, Sockets};
 use lockgate_kit::proxies::TestCa;
 use smol::net::TcpStream;
 
@@ -48,21 +48,7 @@ impl Sockets for SmolSockets {
             assert_eq!(response.status(), 101, "{what}");
             let peer_port = ws.get_ref().get_ref().peer_addr()?.port();
             let tls = ws.get_ref().is_tls();
-            // Written and flushed once, read back, then the closing
-            // handshake.
-            bounded(what, async {
-                let messages = echo_messages(what);
-                for message in &messages {
-                    ws.write(message.clone()).await.unwrap();
-                }
-                ws.flush().await.unwrap();
-                for message in messages {
-                    assert_eq!(ws.read().await.unwrap(), message, "{what}");
-                }
-                ws.close(None).await.unwrap();
-                while ws.read().await.is_ok() {}
-            })
-            .await;
+            bounded(what, lockgate_kit::echo_exchange(&mut ws, what)).await;
             Ok(Dialed {
                 peer_port,
                 tls,

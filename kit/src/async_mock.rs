@@ -243,3 +243,19 @@ impl<R: SplitTransport<AsyncMock>> Connection for SplitConnection<R> {
         self.rejoined(|ws| change(&mut ws.get_mut().0));
     }
 }
+
+/// What a dial case does once connected, through async-lockgate's driver
+/// on any runtime: the kit's echo messages written and flushed once, read
+/// back, then the closing handshake.
+pub async fn echo_exchange<S: Unpin, R: Transport<S>>(ws: &mut WebSocketStream<S, R>, what: &str) {
+    let messages = crate::conformance::echo_messages(what);
+    for message in &messages {
+        ws.write(message.clone()).await.unwrap();
+    }
+    ws.flush().await.unwrap();
+    for message in messages {
+        assert_eq!(ws.read().await.unwrap(), message, "{what}");
+    }
+    ws.close(None).await.unwrap();
+    while ws.read().await.is_ok() {}
+}

@@ -39,7 +39,7 @@ mod raw_peer;
 
 #[cfg(any(feature = "tokio", feature = "futures-io"))]
 pub use async_mock::{
-    AsyncMock, AsyncSplit, AsyncWhole, SplitConnection, WholeConnection, poll_once,
+    AsyncMock, AsyncSplit, AsyncWhole, SplitConnection, WholeConnection, echo_exchange, poll_once,
 };
 pub use counting_alloc::{CountingAlloc, HeapUse};
 pub use handshake_peers::*;

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use lockgate_kit::conformance::dial::Dialer;
-use lockgate_kit::conformance::{Dialed, Session, Sockets, echo_messages};
+use lockgate_kit::conformance::{Dialed, Session, Sockets};
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tokio::time::timeout;
@@ -47,20 +47,7 @@ impl Sockets for TokioSockets {
             assert_eq!(response.status(), 101, "{what}");
             let peer_port = ws.get_ref().get_ref().peer_addr().unwrap().port();
             let tls = ws.get_ref().is_tls();
-            // Written and flushed once, read back, then the closing
-            // handshake.
-            let exchange = async {
-                let messages = echo_messages(what);
-                for message in &messages {
-                    ws.write(message.clone()).await.unwrap();
-                }
-                ws.flush().await.unwrap();
-                for message in messages {
-                    assert_eq!(ws.read().await.unwrap(), message, "{what}");
-                }
-                ws.close(None).await.unwrap();
-                while ws.read().await.is_ok() {}
-            };
+            let exchange = lockgate_kit::echo_exchange(&mut ws, what);
             timeout(LIMIT, exchange)
                 .await
                 .unwrap_or_else(|_| panic!("{what}: the exchange took over {LIMIT:?}"));

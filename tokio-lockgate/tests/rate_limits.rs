@@ -9,6 +9,9 @@
 //! rate x elapsed", where a slow machine only makes the elapsed time
 //! longer.
 
+use lockgate_kit::conformance::rate_limits::{
+    BURST, RATE, allowed, assert_throttled_while_another_is_served,
+};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -21,16 +24,9 @@ use tokio_lockgate::{
     Config, Error, Message, Role, ServerOptions, WebSocketStream, accept_async_with, connect_async,
 };
 
-const RATE: u32 = 20;
-const BURST: u32 = 10;
 const SECOND: Duration = Duration::from_secs(1);
 /// Generous: only there so that a broken test fails instead of hanging.
 const HANG: Duration = Duration::from_secs(30);
-
-/// At most this many messages may be handed over in `elapsed`.
-fn allowed(elapsed: Duration) -> usize {
-    BURST as usize + (f64::from(RATE) * elapsed.as_secs_f64()).ceil() as usize
-}
 
 /// A server on a fresh port: each connection in its own task echoes every
 /// data message back at once.
@@ -106,15 +102,7 @@ async fn a_flooding_client_is_throttled_while_another_is_answered() {
         };
         assert_eq!(answer, msg);
     }
-    let elapsed = start.elapsed();
-    assert!(
-        flooded <= allowed(elapsed),
-        "{flooded} echoes in {elapsed:?}: more than {BURST} + {RATE}/s"
-    );
-    assert!(
-        flooded < FLOOD,
-        "still throttled while the other was served"
-    );
+    assert_throttled_while_another_is_served(flooded, FLOOD, start.elapsed());
     // Not closed: it keeps getting messages at the limit.
     for _ in 0..5 {
         let echo = timeout(HANG, flooder.next()).await.unwrap().unwrap();

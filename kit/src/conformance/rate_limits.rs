@@ -16,14 +16,16 @@ use super::Sockets;
 use super::deadlines::server_and_raw_peer;
 use crate::{client_frame, has_close, summary};
 
-const RATE: u32 = 20;
-const BURST: u32 = 10;
+/// Messages a second the cases allow a peer.
+pub const RATE: u32 = 20;
+/// Messages the cases let through at once.
+pub const BURST: u32 = 10;
 
 /// The most a step that should be instant may take.
 const LIMIT: Duration = Duration::from_secs(10);
 
 /// At most this many messages may be handed over in `elapsed`.
-fn allowed(elapsed: Duration) -> usize {
+pub fn allowed(elapsed: Duration) -> usize {
     BURST as usize + (f64::from(RATE) * elapsed.as_secs_f64()).ceil() as usize
 }
 
@@ -88,5 +90,19 @@ pub fn the_close_policy_fails_the_read_and_tells_the_peer_1008<D: Sockets>() {
         summary(&received.frames),
         [(OpCode::Close, Some(u16::from(CloseCode::Policy)))],
         "{received:?}"
+    );
+}
+
+/// The bound a flooding peer's echoes keep while another connection of the
+/// same server is served: `flooded` of `flood` messages in `elapsed` is no
+/// more than the limit allows, and the flood is still being throttled.
+pub fn assert_throttled_while_another_is_served(flooded: usize, flood: usize, elapsed: Duration) {
+    assert!(
+        flooded <= allowed(elapsed),
+        "{flooded} echoes in {elapsed:?}: more than {BURST} + {RATE}/s"
+    );
+    assert!(
+        flooded < flood,
+        "still throttled while the other was served"
     );
 }
