@@ -388,7 +388,11 @@ mod tests {
         // sending side from reporting, padded to a word.
         let observed = if cfg!(feature = "metrics") { 32 } else { 0 }
             + if cfg!(feature = "tracing") { 8 } else { 0 }
-            + if cfg!(any(feature = "metrics", feature = "tracing")) { 8 } else { 0 };
+            + if cfg!(any(feature = "metrics", feature = "tracing")) {
+                8
+            } else {
+                0
+            };
         assert!(size <= 264 + observed, "{size} bytes");
     }
 }
