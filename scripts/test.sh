@@ -173,7 +173,7 @@ step "fan-out across processes: nats-server, 2 lockgate-fanout nodes, loadgen br
 bash scripts/fanout-test.sh
 
 # kosoku runs four server-mode cases at once (each driver serves many
-# connections anyway): 100 s instead of 245 s for the futures-io driver's
+# connections anyway): 127 s instead of 245 s for the futures-io driver's
 # 517 cases, same results. Client mode runs one case at a time, as the
 # examples do.
 export AUTOBAHN_PARALLELISM=${AUTOBAHN_PARALLELISM:-4}
