@@ -152,6 +152,20 @@ pub(super) struct Negotiated {
     pub(super) rate: Option<Box<RateLimiter>>,
 }
 
+impl Negotiated {
+    /// What a handshake that negotiated `compression` (if it did) leaves:
+    /// boxed only when there is something to hold.
+    pub(super) fn compressing(compression: Option<Compression>) -> Option<Box<Self>> {
+        compression.map(|compression| {
+            Box::new(Self {
+                compression: Some(compression),
+                subprotocol: None,
+                rate: None,
+            })
+        })
+    }
+}
+
 impl WebSocketContext {
     /// The permessage-deflate state, if it was negotiated.
     #[inline]
@@ -183,14 +197,34 @@ impl WebSocketContext {
     pub fn with_deflate(role: Role, config: Config, deflate: Option<DeflateParams>) -> Self {
         let compression = compression::negotiated(role, deflate.as_ref(), config.get_deflate());
         let deflate = deflate.filter(|_| compression.is_some());
-        let negotiated = compression.map(|compression| {
-            Box::new(Negotiated {
-                compression: Some(compression),
-                subprotocol: None,
-                rate: None,
-            })
-        });
-        let negotiated = RateLimiter::attach(negotiated, &config);
+        let negotiated = RateLimiter::attach(Negotiated::compressing(compression), &config);
+        let mut context = Self::idle(role, config, deflate, negotiated);
+        context.observe_opening();
+        context
+    }
+
+    /// Counts the connection as opened and opens its span (in builds that
+    /// observe).
+    fn observe_opening(&mut self) {
+        #[cfg(feature = "metrics")]
+        {
+            self.counters = crate::observe::Counters::opened();
+        }
+        #[cfg(feature = "tracing")]
+        {
+            self.span = crate::observe::spans::connection(self.role);
+        }
+    }
+
+    /// A context in the open state with nothing queued, received or
+    /// owed, and nothing observed yet (no connection counted, no span).
+    /// Every context starts here.
+    pub(super) fn idle(
+        role: Role,
+        config: Config,
+        deflate: Option<DeflateParams>,
+        negotiated: Option<Box<Negotiated>>,
+    ) -> Self {
         Self {
             role,
             config,
@@ -212,9 +246,9 @@ impl WebSocketContext {
             flush_requested: false,
             shutting_down: false,
             #[cfg(feature = "metrics")]
-            counters: crate::observe::Counters::opened(),
+            counters: Default::default(),
             #[cfg(feature = "tracing")]
-            span: crate::observe::spans::connection(role),
+            span: None,
             #[cfg(any(feature = "metrics", feature = "tracing"))]
             quiet: false,
         }

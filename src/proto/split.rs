@@ -23,7 +23,6 @@ use crate::frame::CloseCode;
 use crate::proto::context::{Negotiated, WebSocketContext};
 use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
-use crate::proto::timers::Timer;
 
 impl WebSocketContext {
     /// Splits off the sending side: a context that takes the out buffer
@@ -41,40 +40,19 @@ impl WebSocketContext {
         if let (Some(ours), Some(theirs)) = (self.compression_mut(), compression.as_mut()) {
             ours.swap_deflater(theirs);
         }
-        let negotiated = compression.map(|compression| {
-            Box::new(Negotiated {
-                compression: Some(compression),
-                subprotocol: None,
-                rate: None,
-            })
-        });
-        let mut sender = WebSocketContext {
-            role: self.role,
-            config: self.config,
-            codec: Default::default(),
-            state: self.state,
-            fragments: None,
-            text: None,
-            pending_pong: None,
-            pending_close: None,
-            flush_owed: std::mem::take(&mut self.flush_owed),
-            deflate: self.deflate,
-            negotiated,
-            inflating: None,
-            delivered: None,
-            deadline: None,
-            timer: Timer::default(),
-            pending_ping: false,
-            output_blocked: false,
-            flush_requested: std::mem::take(&mut self.flush_requested),
-            shutting_down: false,
-            #[cfg(feature = "metrics")]
-            counters: Default::default(),
-            #[cfg(feature = "tracing")]
-            span: self.span.clone(),
-            #[cfg(any(feature = "metrics", feature = "tracing"))]
-            quiet: true,
-        };
+        let negotiated = Negotiated::compressing(compression);
+        let mut sender = WebSocketContext::idle(self.role, self.config, self.deflate, negotiated);
+        sender.state = self.state;
+        sender.flush_owed = std::mem::take(&mut self.flush_owed);
+        sender.flush_requested = std::mem::take(&mut self.flush_requested);
+        #[cfg(feature = "tracing")]
+        {
+            sender.span = self.span.clone();
+        }
+        #[cfg(any(feature = "metrics", feature = "tracing"))]
+        {
+            sender.quiet = true;
+        }
         std::mem::swap(&mut sender.codec.output, &mut self.codec.output);
         sender
     }
