@@ -13,7 +13,7 @@ use futures_io::{AsyncRead, AsyncWrite};
 use futures_util::io::{AsyncReadExt, ReadHalf, WriteHalf};
 use lockgate::WebSocketContext;
 
-use crate::runtime::{Runtime, SplitTransport, Transport};
+use crate::runtime::{ReadTransport, Runtime, Splits, WriteTransport};
 
 /// The runtime of `futures-io` streams (`AsyncRead + AsyncWrite + Unpin`):
 /// smol's and async-std's sockets, and anything with a compat layer (for
@@ -60,7 +60,7 @@ impl Runtime for FuturesIo {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for FuturesIo {
+impl<S: AsyncRead + Unpin> ReadTransport<S> for FuturesIo {
     /// `futures-io` reads into initialised memory only: the context hands
     /// out zeroed room ([`WebSocketContext::input_spare`]).
     fn poll_receive(
@@ -68,7 +68,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for FuturesIo {
         cx: &mut Context<'_>,
         context: &mut WebSocketContext,
     ) -> Poll<io::Result<usize>> {
-        receive(stream, cx, context)
+        let polled = stream.poll_read(cx, context.input_spare());
+        let n = match polled {
+            Poll::Ready(Ok(n)) => n,
+            _ => 0,
+        };
+        context.commit_input(n);
+        polled
     }
 
     fn poll_read(
@@ -78,7 +84,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for FuturesIo {
     ) -> Poll<io::Result<usize>> {
         stream.poll_read(cx, buf)
     }
+}
 
+impl<S: AsyncWrite + Unpin> WriteTransport<S> for FuturesIo {
     fn poll_write(
         stream: Pin<&mut S>,
         cx: &mut Context<'_>,
@@ -106,25 +114,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for FuturesIo {
     }
 }
 
-/// Reads what `stream` has into `context`'s zeroed room (`futures-io`
-/// reads into initialised memory only) and reports the count.
-fn receive<S: AsyncRead>(
-    stream: Pin<&mut S>,
-    cx: &mut Context<'_>,
-    context: &mut WebSocketContext,
-) -> Poll<io::Result<usize>> {
-    let polled = stream.poll_read(cx, context.input_spare());
-    let n = match polled {
-        Poll::Ready(Ok(n)) => n,
-        _ => 0,
-    };
-    context.commit_input(n);
-    polled
-}
-
 /// `futures_util::io::split`: the parts share the stream behind its lock,
 /// taken for each read or write call, never across the WebSocket work.
-impl<S: AsyncRead + AsyncWrite + Unpin> SplitTransport<S> for FuturesIo {
+impl<S: AsyncRead + AsyncWrite + Unpin> Splits<S> for FuturesIo {
     type ReadPart = ReadHalf<S>;
     type WritePart = WriteHalf<S>;
 
@@ -134,43 +126,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin> SplitTransport<S> for FuturesIo {
 
     fn unsplit(read: ReadHalf<S>, write: WriteHalf<S>) -> S {
         read.reunite(write).expect("the parts of one stream")
-    }
-
-    fn poll_receive_part(
-        read: Pin<&mut ReadHalf<S>>,
-        cx: &mut Context<'_>,
-        context: &mut WebSocketContext,
-    ) -> Poll<io::Result<usize>> {
-        receive(read, cx, context)
-    }
-
-    fn poll_write_part(
-        write: Pin<&mut WriteHalf<S>>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        write.poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored_part(
-        write: Pin<&mut WriteHalf<S>>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        write.poll_write_vectored(cx, bufs)
-    }
-
-    fn poll_flush_part(
-        write: Pin<&mut WriteHalf<S>>,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<()>> {
-        write.poll_flush(cx)
-    }
-
-    fn poll_shutdown_part(
-        write: Pin<&mut WriteHalf<S>>,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<()>> {
-        write.poll_close(cx)
     }
 }

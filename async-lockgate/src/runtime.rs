@@ -5,7 +5,8 @@
 //! [`WebSocketContext`] what to do, the connection and its split halves,
 //! the opening handshake) is written once in [`driver`](crate::driver),
 //! generic over a [`Transport`]. A runtime is a marker type implementing
-//! these two traits (and [`Connect`], for `connect_async`);
+//! [`Runtime`], [`ReadTransport`] and [`WriteTransport`] (and [`Splits`]
+//! for split halves, [`Connect`] for `connect_async`);
 //! [`FuturesIo`](crate::FuturesIo) (this crate) and `tokio_lockgate::Tokio`
 //! are the two there are.
 
@@ -40,10 +41,10 @@ pub trait Runtime {
     fn reset(timer: Pin<&mut Self::Timer>, deadline: Instant);
 }
 
-/// How a runtime's stream `S` moves bytes. Each method is the runtime's
-/// own poll of the same name; only [`poll_receive`](Self::poll_receive)
-/// does more, since the runtimes differ in how they read into a buffer.
-pub trait Transport<S>: Runtime {
+/// How a runtime's stream `S` is read. Each method is the runtime's own
+/// poll of the same name; only [`poll_receive`](Self::poll_receive) does
+/// more, since the runtimes differ in how they read into a buffer.
+pub trait ReadTransport<S>: Runtime {
     /// Reads what `stream` has into `context`'s input and reports the count
     /// to it (0 when the read failed or is pending, else through
     /// [`WebSocketContext::input_appended`] or
@@ -69,7 +70,11 @@ pub trait Transport<S>: Runtime {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>>;
+}
 
+/// How a runtime's stream `S` is written: the runtime's own polls of the
+/// same names.
+pub trait WriteTransport<S>: Runtime {
     /// Writes from `buf`.
     ///
     /// # Errors
@@ -103,6 +108,13 @@ pub trait Transport<S>: Runtime {
     /// The stream's.
     fn poll_shutdown(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 }
+
+/// A stream `S` the runtime both reads and writes: what a connection runs
+/// over. Implemented for every runtime that implements [`ReadTransport`]
+/// and [`WriteTransport`] for `S`.
+pub trait Transport<S>: ReadTransport<S> + WriteTransport<S> {}
+
+impl<S, R: ReadTransport<S> + WriteTransport<S>> Transport<S> for R {}
 
 /// How a runtime opens connections for `connect_async`: TCP, name lookups
 /// and TLS. The dial sequence itself (the route's steps, a proxy's tunnel,
@@ -138,8 +150,9 @@ pub trait Connect: Transport<Self::Stream> + Sized {
 
 /// How a runtime splits its stream `S` so that a split connection's read
 /// half reads while its write half writes: the runtime's own split (for
-/// tokio, `tokio::io::split`), whose parts the halves own.
-pub trait SplitTransport<S>: Transport<S> {
+/// tokio, `tokio::io::split`), whose parts the halves own and which the
+/// runtime reads and writes like any stream.
+pub trait Splits<S>: Transport<S> {
     /// The part that reads.
     type ReadPart: Unpin;
     /// The part that writes.
@@ -150,57 +163,22 @@ pub trait SplitTransport<S>: Transport<S> {
 
     /// Joins the parts of one stream.
     fn unsplit(read: Self::ReadPart, write: Self::WritePart) -> S;
+}
 
-    /// [`Transport::poll_receive`] on the read part.
-    ///
-    /// # Errors
-    ///
-    /// The stream's.
-    fn poll_receive_part(
-        read: Pin<&mut Self::ReadPart>,
-        cx: &mut Context<'_>,
-        context: &mut WebSocketContext,
-    ) -> Poll<io::Result<usize>>;
+/// A runtime that splits `S` into parts it can read and write: what a
+/// split connection needs. Implemented for every runtime that implements
+/// [`Splits`] for `S`, [`ReadTransport`] for the read part and
+/// [`WriteTransport`] for the write part.
+pub trait SplitTransport<S>:
+    Splits<S>
+    + ReadTransport<<Self as Splits<S>>::ReadPart>
+    + WriteTransport<<Self as Splits<S>>::WritePart>
+{
+}
 
-    /// [`Transport::poll_write`] on the write part.
-    ///
-    /// # Errors
-    ///
-    /// The stream's.
-    fn poll_write_part(
-        write: Pin<&mut Self::WritePart>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>>;
-
-    /// [`Transport::poll_write_vectored`] on the write part.
-    ///
-    /// # Errors
-    ///
-    /// The stream's.
-    fn poll_write_vectored_part(
-        write: Pin<&mut Self::WritePart>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>>;
-
-    /// [`Transport::poll_flush`] on the write part.
-    ///
-    /// # Errors
-    ///
-    /// The stream's.
-    fn poll_flush_part(
-        write: Pin<&mut Self::WritePart>,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<()>>;
-
-    /// [`Transport::poll_shutdown`] on the write part.
-    ///
-    /// # Errors
-    ///
-    /// The stream's.
-    fn poll_shutdown_part(
-        write: Pin<&mut Self::WritePart>,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<()>>;
+impl<S, R> SplitTransport<S> for R where
+    R: Splits<S>
+        + ReadTransport<<R as Splits<S>>::ReadPart>
+        + WriteTransport<<R as Splits<S>>::WritePart>
+{
 }

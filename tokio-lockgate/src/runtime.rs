@@ -10,7 +10,7 @@ use std::time::Instant;
 use std::net::{IpAddr, SocketAddr};
 
 use async_lockgate::driver::first_address;
-use async_lockgate::runtime::{Connect, Runtime, SplitTransport, Transport};
+use async_lockgate::runtime::{Connect, ReadTransport, Runtime, Splits, WriteTransport};
 use lockgate::{Connector, Result, WebSocketContext};
 use tokio::io::{AsyncRead, AsyncWrite, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
@@ -49,14 +49,20 @@ impl Runtime for Tokio {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for Tokio {
+impl<S: AsyncRead + Unpin> ReadTransport<S> for Tokio {
     /// Reads into the context's spare capacity without zeroing it.
     fn poll_receive(
         stream: Pin<&mut S>,
         cx: &mut Context<'_>,
         context: &mut WebSocketContext,
     ) -> Poll<io::Result<usize>> {
-        receive(stream, cx, context)
+        let polled = poll_read_buf(stream, cx, &mut context.input_buffer());
+        let n = match polled {
+            Poll::Ready(Ok(n)) => n,
+            _ => 0,
+        };
+        context.input_appended(n);
+        polled
     }
 
     fn poll_read(
@@ -69,7 +75,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for Tokio {
             .poll_read(cx, &mut buf)
             .map_ok(|()| buf.filled().len())
     }
+}
 
+impl<S: AsyncWrite + Unpin> WriteTransport<S> for Tokio {
     fn poll_write(
         stream: Pin<&mut S>,
         cx: &mut Context<'_>,
@@ -97,25 +105,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Transport<S> for Tokio {
     }
 }
 
-/// Reads what `stream` has into `context`'s spare capacity, without
-/// zeroing it, and reports the count.
-fn receive<S: AsyncRead>(
-    stream: Pin<&mut S>,
-    cx: &mut Context<'_>,
-    context: &mut WebSocketContext,
-) -> Poll<io::Result<usize>> {
-    let polled = poll_read_buf(stream, cx, &mut context.input_buffer());
-    let n = match polled {
-        Poll::Ready(Ok(n)) => n,
-        _ => 0,
-    };
-    context.input_appended(n);
-    polled
-}
-
 /// `tokio::io::split`: the parts share the stream behind tokio's own lock,
 /// taken for each read or write call, never across the WebSocket work.
-impl<S: AsyncRead + AsyncWrite + Unpin> SplitTransport<S> for Tokio {
+impl<S: AsyncRead + AsyncWrite + Unpin> Splits<S> for Tokio {
     type ReadPart = ReadHalf<S>;
     type WritePart = WriteHalf<S>;
 
@@ -125,44 +117,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> SplitTransport<S> for Tokio {
 
     fn unsplit(read: ReadHalf<S>, write: WriteHalf<S>) -> S {
         read.unsplit(write)
-    }
-
-    fn poll_receive_part(
-        read: Pin<&mut ReadHalf<S>>,
-        cx: &mut Context<'_>,
-        context: &mut WebSocketContext,
-    ) -> Poll<io::Result<usize>> {
-        receive(read, cx, context)
-    }
-
-    fn poll_write_part(
-        write: Pin<&mut WriteHalf<S>>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        write.poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored_part(
-        write: Pin<&mut WriteHalf<S>>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        write.poll_write_vectored(cx, bufs)
-    }
-
-    fn poll_flush_part(
-        write: Pin<&mut WriteHalf<S>>,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<()>> {
-        write.poll_flush(cx)
-    }
-
-    fn poll_shutdown_part(
-        write: Pin<&mut WriteHalf<S>>,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<()>> {
-        write.poll_shutdown(cx)
     }
 }
 

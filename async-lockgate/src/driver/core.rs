@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 
 use lockgate::{Buf, Message, Next, Operation, Output, Result, WebSocketContext};
 
-use crate::runtime::{Runtime, Transport};
+use crate::runtime::{Runtime, Transport, WriteTransport};
 
 /// The most slices one vectored write hands the stream (the usual
 /// operating systems' limit is 1,024; a burst of small frames is one
@@ -114,6 +114,41 @@ pub(crate) fn transmit(
     })
 }
 
+/// Carries out an output step the context asked for ([`Next::Transmit`],
+/// [`Next::Flush`]) on `stream` (a whole stream, or a split's write
+/// part), registering `wcx`.
+pub(crate) fn poll_output_step<W, R: WriteTransport<W>>(
+    mut stream: Pin<&mut W>,
+    context: &mut WebSocketContext,
+    next: &Next,
+    wcx: &mut Context<'_>,
+) -> Poll<io::Result<()>> {
+    match next {
+        Next::Transmit => transmit(&mut context.output(), |chunks| match chunks {
+            Chunks::One(buf) => R::poll_write(stream.as_mut(), wcx, buf),
+            Chunks::Many(bufs) => R::poll_write_vectored(stream.as_mut(), wcx, bufs),
+        }),
+        Next::Flush => R::poll_flush(stream, wcx).map_ok(|()| context.flushed()),
+        other => unreachable!("{other:?} is not an output step"),
+    }
+}
+
+/// What a step's I/O came to: go on (`Ready(Ok)`: done, or interrupted
+/// and to be retried), the error the context makes of a failure (which
+/// fails the connection), or wait.
+pub(crate) fn settle(
+    polled: Poll<io::Result<()>>,
+    context: &mut WebSocketContext,
+) -> Poll<Result<()>> {
+    match polled {
+        Poll::Ready(Err(e)) if e.kind() != io::ErrorKind::Interrupted => {
+            Poll::Ready(Err(context.io_error(e)))
+        }
+        Poll::Ready(_) => Poll::Ready(Ok(())),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
 impl<S: Unpin, R: Transport<S>> Core<S, R> {
     /// Runs a read until it has a message or must wait.
     ///
@@ -185,11 +220,9 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
             let polled = match next {
                 Next::Message(msg) => return Poll::Ready(Ok(Some(msg))),
                 Next::Done => return Poll::Ready(Ok(None)),
-                Next::Transmit => transmit(&mut context.output(), |chunks| match chunks {
-                    Chunks::One(buf) => R::poll_write(stream, wcx, buf),
-                    Chunks::Many(bufs) => R::poll_write_vectored(stream, wcx, bufs),
-                }),
-                Next::Flush => R::poll_flush(stream, wcx).map_ok(|()| context.flushed()),
+                Next::Transmit | Next::Flush => {
+                    poll_output_step::<S, R>(stream, context, &next, wcx)
+                }
                 Next::Receive => R::poll_receive(stream, cx, context).map_ok(|n| {
                     if n == 0 {
                         context.input_ended();
@@ -205,18 +238,13 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
                 // the timer, armed below for the instant it fits.
                 Next::Wait => Poll::Pending,
             };
-            match polled {
-                Poll::Ready(Ok(())) => {}
-                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.context.io_error(e))),
-                Poll::Pending => {
-                    let read_on = matches!(next, Next::Transmit | Next::Flush)
-                        && !self.context.write_would_block(op);
-                    let go_on = read_on
-                        || (op == Operation::Read && self.timer.poll(&mut self.context, cx));
-                    if !go_on {
-                        return Poll::Pending;
-                    }
+            if settle(polled, &mut self.context)?.is_pending() {
+                let read_on = matches!(next, Next::Transmit | Next::Flush)
+                    && !self.context.write_would_block(op);
+                let go_on =
+                    read_on || (op == Operation::Read && self.timer.poll(&mut self.context, cx));
+                if !go_on {
+                    return Poll::Pending;
                 }
             }
         }

@@ -28,7 +28,6 @@
 
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -43,7 +42,7 @@ use lockgate::{
     WebSocketContext,
 };
 
-use super::core::{Chunks, Core, DeadlineTimer, transmit};
+use super::core::{Core, DeadlineTimer, poll_output_step, settle};
 use super::stream::{WebSocketStream, stream_item};
 use crate::runtime::SplitTransport;
 
@@ -88,23 +87,12 @@ impl<S, R: SplitTransport<S>> Sender<S, R> {
     fn poll_output(&mut self, op: Operation, wcx: &mut Context<'_>) -> Poll<Result<()>> {
         loop {
             let Self { context, write } = self;
-            let mut write = Pin::new(write);
-            let polled = match context.poll(op)? {
-                Next::Transmit => transmit(&mut context.output(), |chunks| match chunks {
-                    Chunks::One(buf) => R::poll_write_part(write.as_mut(), wcx, buf),
-                    Chunks::Many(bufs) => R::poll_write_vectored_part(write.as_mut(), wcx, bufs),
-                }),
-                Next::Flush => {
-                    R::poll_flush_part(write.as_mut(), wcx).map_ok(|()| context.flushed())
-                }
-                _ => return Poll::Ready(Ok(())),
-            };
-            match polled {
-                Poll::Ready(Ok(())) => {}
-                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.context.io_error(e))),
-                Poll::Pending => return Poll::Pending,
+            let next = context.poll(op)?;
+            if !matches!(next, Next::Transmit | Next::Flush) {
+                return Poll::Ready(Ok(()));
             }
+            let polled = poll_output_step::<_, R>(Pin::new(write), context, &next, wcx);
+            std::task::ready!(settle(polled, context))?;
         }
     }
 }
@@ -361,7 +349,7 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
     ) -> Poll<Result<()>> {
         let mut sender = shared.sender();
         std::task::ready!(sender.poll_output(Operation::Write, wcx))?;
-        let shut = R::poll_shutdown_part(Pin::new(&mut sender.write), wcx);
+        let shut = R::poll_shutdown(Pin::new(&mut sender.write), wcx);
         shut.map(|_| {
             // A failed shutdown changes nothing: the closing handshake is
             // complete either way.
@@ -423,7 +411,7 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
                 },
                 Next::Receive => {
                     let Receiver { context, read, .. } = self;
-                    R::poll_receive_part(Pin::new(read), cx, context).map_ok(|n| {
+                    R::poll_receive(Pin::new(read), cx, context).map_ok(|n| {
                         if n == 0 {
                             context.input_ended();
                         }
@@ -433,17 +421,10 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
                 Next::Wait => Poll::Pending,
                 Next::Done => unreachable!("a read ends with a message"),
             };
-            match polled {
-                Poll::Ready(Ok(())) => {}
-                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Poll::Ready(Err(e)) => {
-                    return Poll::Ready(Err(self.context.io_error(e)));
-                }
-                Poll::Pending => {
-                    let Receiver { context, timer, .. } = self;
-                    if !timer.poll(context, cx) {
-                        return Poll::Pending;
-                    }
+            if settle(polled, &mut self.context)?.is_pending() {
+                let Receiver { context, timer, .. } = self;
+                if !timer.poll(context, cx) {
+                    return Poll::Pending;
                 }
             }
         }
