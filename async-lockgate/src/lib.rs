@@ -50,8 +50,10 @@
 //! The driver (the loop over lockgate's sans-IO [`WebSocketContext`], the
 //! connection and its split halves, the opening handshake) is written once,
 //! in [`driver`], generic over a runtime. A runtime is a marker type
-//! implementing [`runtime::Runtime`] (a clock and a timer) and
-//! [`runtime::Transport`] (its streams' reads, writes, flush and shutdown):
+//! implementing [`runtime::Runtime`] (a clock and a timer),
+//! [`runtime::ReadTransport`] and [`runtime::WriteTransport`] (its streams'
+//! reads, writes, flush and shutdown) and [`runtime::Splits`] (its
+//! streams' split):
 //! [`FuturesIo`] here, `tokio_lockgate::Tokio` in tokio-lockgate, which
 //! builds on this crate with `default-features = false`. Another runtime
 //! is one such type and nothing else.
