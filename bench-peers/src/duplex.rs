@@ -35,6 +35,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -42,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use tokio::io::BufWriter;
 use tokio::net::TcpStream;
 
@@ -210,40 +211,6 @@ impl Split for TokioLockgate {
     }
 }
 
-/// tokio-tungstenite: `StreamExt::split`.
-struct TokioTungstenite;
-
-impl Split for TokioTungstenite {
-    type W = SplitSink<tokio_tungstenite::WebSocketStream<TcpStream>, tungstenite::Message>;
-    type R = SplitStream<tokio_tungstenite::WebSocketStream<TcpStream>>;
-    type Msg = tungstenite::Message;
-    const NAME: &'static str = "tokio-tungstenite";
-    fn binary(b: Bytes) -> Self::Msg {
-        tungstenite::Message::binary(b)
-    }
-    async fn split(tcp: TcpStream, server: bool) -> (Self::W, Self::R) {
-        libs::TokioTungstenite::wrap(tcp, server).await.split()
-    }
-    async fn write(w: &mut Self::W, m: Self::Msg) {
-        if let Err(e) = w.feed(m).await {
-            failed(Self::NAME, "feed", e)
-        }
-    }
-    async fn flush(w: &mut Self::W) {
-        if let Err(e) = SinkExt::flush(w).await {
-            failed(Self::NAME, "flush", e)
-        }
-    }
-    async fn read(r: &mut Self::R) -> Seen {
-        match r.next().await {
-            Some(Ok(tungstenite::Message::Binary(b))) => seen(&b),
-            Some(Ok(other)) => failed(Self::NAME, "read", format_args!("unexpected {other:?}")),
-            Some(Err(e)) => failed(Self::NAME, "read", e),
-            None => failed(Self::NAME, "read", "stream ended"),
-        }
-    }
-}
-
 /// fastwebsockets: `WebSocket::split` with `tokio::io::split`.
 struct Fastwebsockets;
 
@@ -291,40 +258,6 @@ impl Split for Fastwebsockets {
     }
 }
 
-/// tokio-websockets: `StreamExt::split`.
-struct TokioWebsockets;
-
-impl Split for TokioWebsockets {
-    type W = SplitSink<tokio_websockets::WebSocketStream<TcpStream>, tokio_websockets::Message>;
-    type R = SplitStream<tokio_websockets::WebSocketStream<TcpStream>>;
-    type Msg = tokio_websockets::Message;
-    const NAME: &'static str = "tokio-websockets";
-    fn binary(b: Bytes) -> Self::Msg {
-        tokio_websockets::Message::binary(b)
-    }
-    async fn split(tcp: TcpStream, server: bool) -> (Self::W, Self::R) {
-        libs::TokioWebsockets::wrap(tcp, server).await.split()
-    }
-    async fn write(w: &mut Self::W, m: Self::Msg) {
-        if let Err(e) = w.feed(m).await {
-            failed(Self::NAME, "feed", e)
-        }
-    }
-    async fn flush(w: &mut Self::W) {
-        if let Err(e) = SinkExt::flush(w).await {
-            failed(Self::NAME, "flush", e)
-        }
-    }
-    async fn read(r: &mut Self::R) -> Seen {
-        match r.next().await {
-            Some(Ok(m)) if m.is_binary() => seen(m.as_payload()),
-            Some(Ok(m)) => failed(Self::NAME, "read", format_args!("unexpected {m:?}")),
-            Some(Err(e)) => failed(Self::NAME, "read", e),
-            None => failed(Self::NAME, "read", "stream ended"),
-        }
-    }
-}
-
 /// sockudo-ws: its own `WebSocketStream::split`.
 struct SockudoWs;
 
@@ -362,19 +295,36 @@ impl Split for SockudoWs {
     }
 }
 
-/// yawc: `StreamExt::split`.
-struct Yawc;
+/// A library whose WebSocket is a `Sink` of its messages and a `Stream` of
+/// what it reads, split with `StreamExt::split` (`SplitSink` /
+/// `SplitStream`): tokio-tungstenite, tokio-websockets, yawc.
+trait SinkStream: AsyncLib + 'static {
+    /// The library's name, for failures.
+    const NAME: &'static str;
+    /// What its `Stream` yields.
+    type Item;
+    /// What a final binary message held, or what arrived instead.
+    fn seen(item: Self::Item) -> Result<Seen, String>;
+}
 
-impl Split for Yawc {
-    type W = SplitSink<yawc::WebSocket<TcpStream>, yawc::Frame>;
-    type R = SplitStream<yawc::WebSocket<TcpStream>>;
-    type Msg = yawc::Frame;
-    const NAME: &'static str = "yawc";
+/// The split halves of a [`SinkStream`] library: `feed`, `flush`, `next`.
+struct Halves<L>(PhantomData<L>);
+
+impl<L: SinkStream> Split for Halves<L>
+where
+    L::Ws<TcpStream>: Sink<L::Msg> + Stream<Item = L::Item> + Send + 'static,
+    <L::Ws<TcpStream> as Sink<L::Msg>>::Error: fmt::Display,
+    L::Msg: Send + 'static,
+{
+    type W = SplitSink<L::Ws<TcpStream>, L::Msg>;
+    type R = SplitStream<L::Ws<TcpStream>>;
+    type Msg = L::Msg;
+    const NAME: &'static str = L::NAME;
     fn binary(b: Bytes) -> Self::Msg {
-        yawc::Frame::binary(b)
+        L::binary(b)
     }
     async fn split(tcp: TcpStream, server: bool) -> (Self::W, Self::R) {
-        libs::Yawc::wrap(tcp, server).await.split()
+        L::wrap(tcp, server).await.split()
     }
     async fn write(w: &mut Self::W, m: Self::Msg) {
         if let Err(e) = w.feed(m).await {
@@ -387,15 +337,50 @@ impl Split for Yawc {
         }
     }
     async fn read(r: &mut Self::R) -> Seen {
-        // yawc's Stream ends on an error (it does not yield it).
         match r.next().await {
-            Some(f) if f.is_fin() && f.opcode() == yawc::OpCode::Binary => seen(f.payload()),
-            Some(f) => failed(
-                Self::NAME,
-                "read",
-                format_args!("unexpected frame {:?} fin={}", f.opcode(), f.is_fin()),
-            ),
-            None => failed(Self::NAME, "read", "stream ended (or failed)"),
+            Some(item) => L::seen(item).unwrap_or_else(|e| failed(Self::NAME, "read", e)),
+            None => failed(Self::NAME, "read", "stream ended"),
+        }
+    }
+}
+
+impl SinkStream for libs::TokioTungstenite {
+    const NAME: &'static str = "tokio-tungstenite";
+    type Item = Result<tungstenite::Message, tungstenite::Error>;
+    fn seen(item: Self::Item) -> Result<Seen, String> {
+        match item {
+            Ok(tungstenite::Message::Binary(b)) => Ok(seen(&b)),
+            Ok(other) => Err(format!("unexpected {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+impl SinkStream for libs::TokioWebsockets {
+    const NAME: &'static str = "tokio-websockets";
+    type Item = Result<tokio_websockets::Message, tokio_websockets::Error>;
+    fn seen(item: Self::Item) -> Result<Seen, String> {
+        match item {
+            Ok(m) if m.is_binary() => Ok(seen(m.as_payload())),
+            Ok(m) => Err(format!("unexpected {m:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// yawc's `Stream` ends on an error (it does not yield it).
+impl SinkStream for libs::Yawc {
+    const NAME: &'static str = "yawc";
+    type Item = yawc::Frame;
+    fn seen(f: Self::Item) -> Result<Seen, String> {
+        if f.is_fin() && f.opcode() == yawc::OpCode::Binary {
+            Ok(seen(f.payload()))
+        } else {
+            Err(format!(
+                "unexpected frame {:?} fin={}",
+                f.opcode(),
+                f.is_fin()
+            ))
         }
     }
 }
@@ -404,11 +389,11 @@ impl Split for Yawc {
 pub(crate) fn run(lib: Lib, mode: Mode, n: usize, listener: &TcpListener) -> DuplexRun {
     match lib {
         Lib::TokioLockgate => run_lib::<TokioLockgate>(mode, n, listener),
-        Lib::TokioTungstenite => run_lib::<TokioTungstenite>(mode, n, listener),
+        Lib::TokioTungstenite => run_lib::<Halves<libs::TokioTungstenite>>(mode, n, listener),
         Lib::Fastwebsockets => run_lib::<Fastwebsockets>(mode, n, listener),
-        Lib::TokioWebsockets => run_lib::<TokioWebsockets>(mode, n, listener),
+        Lib::TokioWebsockets => run_lib::<Halves<libs::TokioWebsockets>>(mode, n, listener),
         Lib::SockudoWs => run_lib::<SockudoWs>(mode, n, listener),
-        Lib::Yawc => run_lib::<Yawc>(mode, n, listener),
+        Lib::Yawc => run_lib::<Halves<libs::Yawc>>(mode, n, listener),
         other => unreachable!("{other:?} has no split API here"),
     }
 }
