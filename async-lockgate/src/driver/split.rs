@@ -50,8 +50,23 @@ use crate::runtime::SplitTransport;
 /// a lock, woken by either half or by write readiness.
 #[derive(Debug, Default)]
 struct HalfWakers {
-    read_half: AtomicWaker,
-    write_half: AtomicWaker,
+    read_half: OwnLine<AtomicWaker>,
+    write_half: OwnLine<AtomicWaker>,
+}
+
+/// A value on cache lines of its own (128 bytes: a pair of 64-byte lines,
+/// which some processors fetch together), so that what one half writes on
+/// every call does not evict what the other half is using on its core.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct OwnLine<T>(T);
+
+impl<T> std::ops::Deref for OwnLine<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl Wake for HalfWakers {
@@ -97,10 +112,20 @@ impl<S, R: SplitTransport<S>> Sender<S, R> {
     }
 }
 
+/// What the read half publishes after each poll.
+#[derive(Debug)]
+struct ReadSide {
+    buffered_input: AtomicUsize,
+    terminated: AtomicBool,
+}
+
 /// What both halves share: the sending side, and what the read half is
 /// told and tells.
 struct SplitState<S, R: SplitTransport<S>> {
-    sender: Mutex<Sender<S, R>>,
+    /// Locked by the write half on every call.
+    sender: OwnLine<Mutex<Sender<S, R>>>,
+    /// Written by the read half on every message.
+    read_side: OwnLine<ReadSide>,
     /// The code of the close frame the write half sent, for the read half
     /// to learn ([`WebSocketContext::close_sent_by_sender`]).
     sender_close: Mutex<Option<Option<CloseCode>>>,
@@ -115,9 +140,6 @@ struct SplitState<S, R: SplitTransport<S>> {
     /// The read half holds control frames back until those handed over
     /// went out: the write half wakes it when they did.
     held: AtomicBool,
-    /// Published by the read half after each poll.
-    buffered_input: AtomicUsize,
-    terminated: AtomicBool,
     wakers: Arc<HalfWakers>,
     /// Wakes both halves; registered for write readiness.
     both: Waker,
@@ -182,7 +204,11 @@ pub(crate) fn split<S, R: SplitTransport<S>>(
     let wakers = Arc::new(HalfWakers::default());
     let both = Waker::from(wakers.clone());
     let shared = Arc::new(SplitState {
-        sender: Mutex::new(sender),
+        sender: OwnLine(Mutex::new(sender)),
+        read_side: OwnLine(ReadSide {
+            buffered_input: AtomicUsize::new(context.buffered_input()),
+            terminated: AtomicBool::new(context.is_terminated()),
+        }),
         sender_close: Mutex::new(None),
         news: AtomicBool::new(false),
         new_config: Mutex::new(None),
@@ -190,8 +216,6 @@ pub(crate) fn split<S, R: SplitTransport<S>>(
         // finds out.
         owed: AtomicBool::new(true),
         held: AtomicBool::new(false),
-        buffered_input: AtomicUsize::new(context.buffered_input()),
-        terminated: AtomicBool::new(context.is_terminated()),
         wakers,
         both,
     });
@@ -246,7 +270,7 @@ macro_rules! shared_state_accessors {
             /// `read` may complete without waiting for the socket, so a
             /// reply can wait for those messages before a flush.
             pub fn buffered_input(&self) -> usize {
-                self.shared.buffered_input.load(Ordering::Acquire)
+                self.shared.read_side.buffered_input.load(Ordering::Acquire)
             }
 
             /// Bytes written (by either half) but not yet handed to the
@@ -259,7 +283,7 @@ macro_rules! shared_state_accessors {
             /// not completed and the connection has not failed (as of the
             /// read half's last poll).
             pub fn can_read(&self) -> bool {
-                !self.shared.terminated.load(Ordering::Acquire)
+                !self.shared.read_side.terminated.load(Ordering::Acquire)
             }
 
             /// The configuration (a copy: the halves share it).
@@ -285,7 +309,7 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
     /// Applies what the write half told: its close frame, a new
     /// configuration.
     fn catch_up(&mut self, shared: &SplitState<S, R>) {
-        if !shared.news.swap(false, Ordering::AcqRel) {
+        if !shared.news.load(Ordering::Acquire) || !shared.news.swap(false, Ordering::AcqRel) {
             return;
         }
         if let Some(config) = relock(&shared.new_config).take() {
@@ -434,6 +458,37 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
 impl<S, R: SplitTransport<S>> WebSocketReadHalf<S, R> {
     fn poll_read_message(&mut self, cx: &mut Context<'_>) -> Poll<Result<Message>> {
         let Self { shared, receiver } = self;
+        // The usual case, a message already buffered with nothing to hear
+        // from the write half and nothing owed: no waker to register, as
+        // this poll does not wait.
+        let quiet = !shared.news.load(Ordering::Acquire) && !shared.owed.load(Ordering::Acquire);
+        let polled = if quiet {
+            match receiver.context.poll(Operation::Read) {
+                Ok(Next::Message(msg)) => Poll::Ready(Ok(msg)),
+                Err(error) => Poll::Ready(Err(error)),
+                Ok(_) => Self::poll_waiting(shared, receiver, cx),
+            }
+        } else {
+            Self::poll_waiting(shared, receiver, cx)
+        };
+        let read_side = &shared.read_side;
+        read_side
+            .buffered_input
+            .store(receiver.context.buffered_input(), Ordering::Release);
+        if let Poll::Ready(Err(_)) = &polled {
+            read_side.terminated.store(true, Ordering::Release);
+            shared.sender().context.receiver_closing(true);
+        }
+        polled
+    }
+
+    /// A read that may wait: registers the task first, so that news or a
+    /// hand-over arriving from here on wakes it.
+    fn poll_waiting(
+        shared: &SplitState<S, R>,
+        receiver: &mut Receiver<S, R>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Message>> {
         shared.wakers.read_half.register(cx.waker());
         let mut wcx = Context::from_waker(&shared.both);
         receiver.catch_up(shared);
@@ -443,15 +498,7 @@ impl<S, R: SplitTransport<S>> WebSocketReadHalf<S, R> {
                 return Poll::Ready(Err(error));
             }
         }
-        let polled = receiver.poll_receive(shared, cx, &mut wcx);
-        shared
-            .buffered_input
-            .store(receiver.context.buffered_input(), Ordering::Release);
-        if let Poll::Ready(Err(_)) = &polled {
-            shared.terminated.store(true, Ordering::Release);
-            shared.sender().context.receiver_closing(true);
-        }
-        polled
+        receiver.poll_receive(shared, cx, &mut wcx)
     }
 
     /// Reads the next message; see [`WebSocketStream::read`]. Cancel-safe.
@@ -506,6 +553,7 @@ impl<S, R: SplitTransport<S>> WebSocketReadHalf<S, R> {
         let sender = Arc::into_inner(shared)
             .expect("both halves were consumed")
             .sender
+            .0
             .into_inner()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let Receiver {
