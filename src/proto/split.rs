@@ -76,6 +76,9 @@ impl WebSocketContext {
         }
         self.flush_owed |= sender.flush_owed;
         self.flush_requested |= sender.flush_requested;
+        // A driver tells this side of the sender's close (with its code) as
+        // it happens; this only covers a driver that did not, so the code
+        // is not known here.
         if sender.state == State::ClosedByUs {
             self.close_sent_by_sender(None);
         }
