@@ -35,7 +35,8 @@
 //!   deliveries per second and server CPU per delivery.
 //! - `duplex`: one loopback connection in full duplex through each async
 //!   library's split API: on each end a reader task and a writer task on a
-//!   2-worker multi-thread runtime, 200k × 64 B binaries each way, a flush
+//!   2-worker multi-thread runtime, 1M × 64 B binaries each way (200k with
+//!   `--quick`), a flush
 //!   every 64; messages per second per direction, against a one-way
 //!   (client → server) baseline over the same split halves, and the ratio.
 //!
@@ -243,7 +244,7 @@ impl Plan {
                     burst: 64,
                 },
                 reps_duplex: 11,
-                duplex_n: 200_000,
+                duplex_n: 1_000_000,
             }
         };
         if let Some(r) = reps {
