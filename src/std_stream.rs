@@ -8,7 +8,28 @@ use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
+use bytes::buf::Limit;
+use bytes::{BufMut, BytesMut};
+use socket2::SockRef;
+
+use crate::WebSocketContext;
 use crate::stream::MaybeTlsStream;
+
+/// One `recv` into `buf`'s spare capacity (up to its limit), which it
+/// extends by what arrived; returns the count.
+#[allow(unsafe_code)]
+fn recv_into(socket: &SockRef<'_>, buf: &mut Limit<&mut BytesMut>) -> io::Result<usize> {
+    let room = buf.remaining_mut();
+    let spare = buf.get_mut().spare_capacity_mut();
+    let room = room.min(spare.len());
+    let n = socket.recv(&mut spare[..room])?;
+    assert!(n <= room, "recv reported more bytes than it was given room for");
+    // SAFETY: `recv` wrote the first `n` bytes of the spare capacity it was
+    // given (the system call's contract, which socket2 passes on), and `n`
+    // is within both that capacity and the limit (checked above).
+    unsafe { buf.advance_mut(n) };
+    Ok(n)
+}
 
 /// Sets a stream's read timeout (`None`: reads block until data arrives).
 ///
@@ -63,6 +84,9 @@ std_socket!(std::os::unix::net::UnixStream, |_| None);
 /// its write side.
 trait KnownStream {
     fn socket(&self) -> &dyn StdSocket;
+    /// The socket itself when the stream is nothing more (no TLS), so
+    /// reads can go straight into uninitialised memory.
+    fn plain(&self) -> Option<SockRef<'_>>;
     /// Ends the write side: close_notify on TLS, then the socket's FIN.
     fn end_write(&mut self) -> io::Result<()>;
 }
@@ -70,6 +94,9 @@ trait KnownStream {
 impl KnownStream for TcpStream {
     fn socket(&self) -> &dyn StdSocket {
         self
+    }
+    fn plain(&self) -> Option<SockRef<'_>> {
+        Some(SockRef::from(self))
     }
     fn end_write(&mut self) -> io::Result<()> {
         self.shutdown(Shutdown::Write)
@@ -81,6 +108,9 @@ impl KnownStream for std::os::unix::net::UnixStream {
     fn socket(&self) -> &dyn StdSocket {
         self
     }
+    fn plain(&self) -> Option<SockRef<'_>> {
+        Some(SockRef::from(self))
+    }
     fn end_write(&mut self) -> io::Result<()> {
         self.shutdown(Shutdown::Write)
     }
@@ -91,6 +121,12 @@ impl KnownStream for std::os::unix::net::UnixStream {
 impl KnownStream for MaybeTlsStream<TcpStream> {
     fn socket(&self) -> &dyn StdSocket {
         self.get_ref()
+    }
+    fn plain(&self) -> Option<SockRef<'_>> {
+        match self {
+            MaybeTlsStream::Plain(tcp) => Some(SockRef::from(tcp)),
+            _ => None,
+        }
     }
     fn end_write(&mut self) -> io::Result<()> {
         self.close_notify()?;
@@ -105,6 +141,9 @@ macro_rules! rustls_stream {
         impl KnownStream for rustls::StreamOwned<$connection, TcpStream> {
             fn socket(&self) -> &dyn StdSocket {
                 &self.sock
+            }
+            fn plain(&self) -> Option<SockRef<'_>> {
+                None
             }
             fn end_write(&mut self) -> io::Result<()> {
                 self.conn.send_close_notify();
@@ -125,6 +164,9 @@ impl KnownStream for native_tls::TlsStream<TcpStream> {
     fn socket(&self) -> &dyn StdSocket {
         self.get_ref()
     }
+    fn plain(&self) -> Option<SockRef<'_>> {
+        None
+    }
     fn end_write(&mut self) -> io::Result<()> {
         self.shutdown()?;
         self.get_ref().shutdown(Shutdown::Write)
@@ -135,6 +177,7 @@ impl KnownStream for native_tls::TlsStream<TcpStream> {
 /// type so that a generic driver needs no extra bound.
 pub(crate) struct Known<S> {
     socket: fn(&S) -> &dyn StdSocket,
+    plain: fn(&S) -> Option<SockRef<'_>>,
     end_write: fn(&mut S) -> io::Result<()>,
 }
 
@@ -180,6 +223,7 @@ pub(crate) fn known<S: 'static>() -> Option<Known<S>> {
             if TypeId::of::<S>() == TypeId::of::<$type>() {
                 return Some(Known {
                     socket: |stream| downcast::<S, $type>(stream).socket(),
+                    plain: |stream| downcast::<S, $type>(stream).plain(),
                     end_write: |stream| downcast_mut::<S, $type>(stream).end_write(),
                 });
             }
@@ -250,6 +294,21 @@ impl<S> ReadTimer<S> {
     /// The standard socket in `stream`, if lockgate knows it.
     fn socket<'a>(&self, stream: &'a S) -> Option<&'a dyn StdSocket> {
         self.known.map(|known| (known.socket)(stream))
+    }
+
+    /// Reads from `stream` straight into `context`'s receive buffer, without
+    /// zeroing it first, if `stream` is a plain socket lockgate knows;
+    /// `None` (nothing done) otherwise. Reports the count to `context`, as
+    /// [`WebSocketContext::input_appended`] asks.
+    pub(crate) fn receive_plain(
+        &self,
+        stream: &S,
+        context: &mut WebSocketContext,
+    ) -> Option<io::Result<usize>> {
+        let socket = (self.known?.plain)(stream)?;
+        let read = recv_into(&socket, &mut context.input_buffer());
+        context.input_appended(*read.as_ref().unwrap_or(&0));
+        Some(read)
     }
 
     /// Ends `stream`'s write side after the closing handshake, if lockgate
@@ -390,6 +449,55 @@ pub(crate) fn until(deadline: Instant, now: Instant) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    fn tcp_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (client, server)
+    }
+
+    #[test]
+    fn recv_into_keeps_exactly_what_arrived_within_the_limit() {
+        let (mut sender, receiver) = tcp_pair();
+        let sent: Vec<u8> = (0..5000u32).map(|i| (i * 7 + 3) as u8).collect();
+        sender.write_all(&sent).unwrap();
+        drop(sender);
+        let socket = SockRef::from(&receiver);
+        let mut buf = BytesMut::from(&b"kept"[..]);
+        let mut got = 0;
+        loop {
+            buf.reserve(4096);
+            // A limit below the capacity: the read must stop there.
+            let mut limited = (&mut buf).limit(1000);
+            let n = recv_into(&socket, &mut limited).unwrap();
+            assert!(n <= 1000);
+            if n == 0 {
+                break;
+            }
+            got += n;
+            assert_eq!(buf.len(), 4 + got);
+        }
+        assert_eq!(&buf[..4], b"kept");
+        assert_eq!(&buf[4..], &sent[..]);
+    }
+
+    #[test]
+    fn a_plain_socket_is_read_into_spare_capacity_and_other_streams_are_not() {
+        let (mut sender, receiver) = tcp_pair();
+        sender.write_all(b"\x82\x03abc").unwrap();
+        let timer = ReadTimer::<TcpStream>::for_stream();
+        let mut context = WebSocketContext::new(crate::Role::Client, crate::Config::default());
+        let n = timer.receive_plain(&receiver, &mut context);
+        assert!(matches!(n, Some(Ok(5))), "{n:?}");
+        assert_eq!(context.buffered_input(), 5);
+        let other = ReadTimer::<std::io::Cursor<Vec<u8>>>::for_stream();
+        let cursor = std::io::Cursor::new(vec![1, 2, 3]);
+        assert!(other.receive_plain(&cursor, &mut context).is_none());
+    }
 
     #[test]
     fn tcp_streams_are_recognised_and_others_are_not() {

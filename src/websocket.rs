@@ -561,10 +561,14 @@ impl<S: Read + Write> WebSocket<S> {
         let now = Instant::now();
         let deadline = self.context.waiting(now);
         self.read_timer.arm(&self.stream, deadline, now)?;
-        let spare = self.context.input_spare();
-        let result = self.stream.read(spare);
-        let n = *result.as_ref().unwrap_or(&0);
-        self.context.commit_input(n);
+        let result = match self.read_timer.receive_plain(&self.stream, &mut self.context) {
+            Some(result) => result,
+            None => {
+                let result = self.stream.read(self.context.input_spare());
+                self.context.commit_input(*result.as_ref().unwrap_or(&0));
+                result
+            }
+        };
         if result? == 0 {
             self.context.input_ended();
         }
