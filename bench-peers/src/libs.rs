@@ -267,7 +267,10 @@ impl AsyncLib for Fastwebsockets {
             f.opcode,
             f.fin
         );
-        f
+        // Without the masking key a server read keeps in the frame: an
+        // echo of it would go out masked (not allowed from a server, and
+        // work for both ends that no other library does).
+        fastwebsockets::Frame::new(true, f.opcode, None, f.payload)
     }
     fn payload(m: &Self::Msg) -> &[u8] {
         &m.payload
