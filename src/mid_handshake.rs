@@ -12,11 +12,8 @@ use std::io::{self, Read, Write};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::handshake::{Exchange, Opened, Step};
+use crate::handshake::{Exchange, Opened, ReceiveBuffer, Step};
 use crate::std_stream::ReadTimer;
-
-/// How much one handshake read asks for.
-const HANDSHAKE_READ: usize = 4096;
 
 /// One side of a handshake over a stream: [`ServerHandshake`] or
 /// [`ClientHandshake`]. It names what a [`MidHandshake`] holds and what it
@@ -221,7 +218,9 @@ impl<S: Read + Write> HandshakeMachine<S> {
     /// Runs `exchange` until it is over (`Some`), or until the stream would
     /// block (`None`: call again when it is ready).
     pub(crate) fn run<E: Exchange>(&mut self, exchange: &mut E) -> Option<E::Outcome> {
-        let mut buf = [0u8; HANDSHAKE_READ];
+        // Local: a handshake parked on a stream that would block holds no
+        // read buffer, only what its exchange has received.
+        let mut buf = ReceiveBuffer::new();
         loop {
             if self.written < self.out.len() || self.flush_owed {
                 match self.write_out() {
@@ -248,10 +247,10 @@ impl<S: Read + Write> HandshakeMachine<S> {
                         continue;
                     }
                     let started = Instant::now();
-                    let read = self.stream.read(&mut buf);
+                    let read = self.stream.read(buf.spare());
                     let now = Instant::now();
                     match read {
-                        Ok(n) => exchange.receive(&buf[..n], now),
+                        Ok(n) => exchange.receive(buf.filled(n), now),
                         Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                         Err(error) if is_timeout(&error) && self.timer_fired(now - started) => {
                             // The read timeout set for the deadline fired:

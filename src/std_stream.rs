@@ -23,7 +23,10 @@ fn recv_into(socket: &SockRef<'_>, buf: &mut Limit<&mut BytesMut>) -> io::Result
     let spare = buf.get_mut().spare_capacity_mut();
     let room = room.min(spare.len());
     let n = socket.recv(&mut spare[..room])?;
-    assert!(n <= room, "recv reported more bytes than it was given room for");
+    assert!(
+        n <= room,
+        "recv reported more bytes than it was given room for"
+    );
     // SAFETY: `recv` wrote the first `n` bytes of the spare capacity it was
     // given (the system call's contract, which socket2 passes on), and `n`
     // is within both that capacity and the limit (checked above).

@@ -561,7 +561,10 @@ impl<S: Read + Write> WebSocket<S> {
         let now = Instant::now();
         let deadline = self.context.waiting(now);
         self.read_timer.arm(&self.stream, deadline, now)?;
-        let result = match self.read_timer.receive_plain(&self.stream, &mut self.context) {
+        let result = match self
+            .read_timer
+            .receive_plain(&self.stream, &mut self.context)
+        {
             Some(result) => result,
             None => {
                 let result = self.stream.read(self.context.input_spare());

@@ -213,6 +213,53 @@ fn a_refusal_body_costs_its_bytes_whatever_they_are() {
     );
 }
 
+/// A request a slow client sends in pieces.
+const UPGRADE_REQUEST: &[u8] = b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n\
+    Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+    Sec-WebSocket-Version: 13\r\n\r\n";
+
+#[test]
+fn a_handshake_waiting_for_its_request_holds_about_what_arrived() {
+    // A non-blocking server's handshake parked between the pieces of a
+    // request that arrives a byte at a time, then in halves: what the
+    // parked `MidHandshake` holds (the stream, the handshake state, the
+    // head so far), never a read buffer.
+    let _serial = one_at_a_time();
+    let half = UPGRADE_REQUEST.len() / 2;
+    let pieces: [Vec<&'static [u8]>; 2] = [
+        UPGRADE_REQUEST.chunks(1).collect(),
+        vec![&UPGRADE_REQUEST[..half], &UPGRADE_REQUEST[half..]],
+    ];
+    for pieces in pieces {
+        let mut stream = MockStream::new();
+        for piece in &pieces {
+            stream
+                .reads
+                .push_back(ReadStep::Shared(lockgate::Bytes::from_static(piece)));
+            stream.reads.push_back(ReadStep::WouldBlock);
+        }
+        let heap = HeapUse::start();
+        let mut most = 0;
+        let mut parked = lockgate::accept(stream);
+        let ws = loop {
+            match parked {
+                Ok(ws) => break ws,
+                Err(lockgate::HandshakeError::Interrupted(mid)) => {
+                    most = most.max(heap.now());
+                    parked = mid.handshake();
+                }
+                Err(lockgate::HandshakeError::Failure(error)) => panic!("{error}"),
+            }
+        };
+        assert!(most <= 2 * KIB, "{most} B held in {} pieces", pieces.len());
+        assert!(
+            ws.get_ref()
+                .written
+                .starts_with(b"HTTP/1.1 101 Switching Protocols\r\n")
+        );
+    }
+}
+
 #[test]
 fn small_messages_never_pin_the_read_buffer_they_arrived_in() {
     let _serial = one_at_a_time();

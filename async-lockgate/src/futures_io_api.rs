@@ -27,11 +27,13 @@ pub type WebSocketWriteHalf<S> = driver::WebSocketWriteHalf<S, FuturesIo>;
 /// # Errors
 ///
 /// As for [`driver::accept_with`].
-pub async fn accept_async<S>(stream: S) -> Result<WebSocketStream<S>>
+pub fn accept_async<S>(stream: S) -> impl Future<Output = Result<WebSocketStream<S>>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    driver::accept_with(stream, ServerOptions::new()).await
+    // Not `async fn`s: the driver's future itself, without a layer that
+    // holds the stream a second time (see `driver::accept_with`).
+    driver::accept_with(stream, ServerOptions::new())
 }
 
 /// [`accept_async`] with a configuration (`None`: the defaults).
@@ -39,14 +41,14 @@ where
 /// # Errors
 ///
 /// As for [`accept_async`].
-pub async fn accept_async_with_config<S>(
+pub fn accept_async_with_config<S>(
     stream: S,
     config: Option<WebSocketConfig>,
-) -> Result<WebSocketStream<S>>
+) -> impl Future<Output = Result<WebSocketStream<S>>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    driver::accept_with(stream, ServerOptions::new().config(config.into())).await
+    driver::accept_with(stream, ServerOptions::new().config(config.into()))
 }
 
 /// Accepts an upgrade, letting `callback` inspect the request and shape or
@@ -58,12 +60,15 @@ where
 /// As for [`accept_async`]; a refusal is
 /// [`Error::Http`](lockgate::Error::Http), after the callback's response
 /// was written.
-pub async fn accept_hdr_async<S, C>(stream: S, callback: C) -> Result<WebSocketStream<S>>
+pub fn accept_hdr_async<S, C>(
+    stream: S,
+    callback: C,
+) -> impl Future<Output = Result<WebSocketStream<S>>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     C: Callback,
 {
-    driver::accept_with(stream, ServerOptions::new().callback(callback)).await
+    driver::accept_with(stream, ServerOptions::new().callback(callback))
 }
 
 /// Accepts a WebSocket upgrade on `stream` with `options` (config,
@@ -72,15 +77,15 @@ where
 /// # Errors
 ///
 /// As for [`driver::accept_with`].
-pub async fn accept_async_with<S, C>(
+pub fn accept_async_with<S, C>(
     stream: S,
     options: ServerOptions<C>,
-) -> Result<WebSocketStream<S>>
+) -> impl Future<Output = Result<WebSocketStream<S>>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     C: Callback,
 {
-    driver::accept_with(stream, options).await
+    driver::accept_with(stream, options)
 }
 
 /// The client handshake for `request` over an already connected `stream`,

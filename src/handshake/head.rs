@@ -23,6 +23,10 @@ pub(crate) const MAX_LINE_SIZE: usize = 8 * 1024;
 /// The most header fields a head may have (the start line not counted).
 pub(crate) const MAX_HEADERS: usize = 100;
 
+/// The head buffer's first capacity: a request line and a header field or
+/// two. It doubles from there as the head arrives.
+const MIN_HEAD_CAPACITY: usize = 64;
+
 /// A complete head and what followed it.
 #[derive(Debug)]
 pub(crate) struct Head {
@@ -197,15 +201,34 @@ impl HeadReader {
     pub(crate) fn push(&mut self, input: &[u8]) -> Result<Option<Head>, HandshakeFailure> {
         match self.scan(input)? {
             None => {
+                self.reserve(input.len());
                 self.buf.extend_from_slice(input);
                 Ok(None)
             }
             Some(end) => {
+                // The head's final size: no room for more.
+                self.buf.reserve_exact(end);
                 let mut bytes = std::mem::take(&mut self.buf);
                 bytes.extend_from_slice(&input[..end]);
                 let leftover = Bytes::copy_from_slice(&input[end..]);
                 Ok(Some(Head { bytes, leftover }))
             }
+        }
+    }
+
+    /// Makes room for `more` bytes that passed the scan (so the head stays
+    /// within [`MAX_HEAD_SIZE`]): the capacity doubles from
+    /// [`MIN_HEAD_CAPACITY`], whatever sizes the pieces come in, and never
+    /// passes the limit. A head that stalls costs about what arrived of
+    /// it, and one that arrives a byte at a time is copied O(n) times.
+    fn reserve(&mut self, more: usize) {
+        let needed = self.buf.len() + more;
+        if needed > self.buf.capacity() {
+            let target = needed
+                .next_power_of_two()
+                .clamp(MIN_HEAD_CAPACITY, MAX_HEAD_SIZE)
+                .max(needed);
+            self.buf.reserve_exact(target - self.buf.len());
         }
     }
 
@@ -690,6 +713,35 @@ mod tests {
         let (result, reader) = push_chunked(&head, 1);
         assert_eq!(result.unwrap().unwrap().bytes, head);
         assert_eq!(reader.scanned(), head.len());
+    }
+
+    #[test]
+    fn the_buffer_grows_with_the_head_and_stays_within_the_limit() {
+        // Whatever the pieces, the capacity is the next power of two of
+        // what arrived (at least 64 bytes), and the largest head fits a
+        // buffer of exactly the limit.
+        let head = big_head(99, 600);
+        let mut exact = head.clone();
+        exact.splice(
+            20..20,
+            std::iter::repeat_n(b'b', MAX_HEAD_SIZE - head.len()),
+        );
+        for chunk in [1, 59, 1000, 4096] {
+            let mut reader = HeadReader::request();
+            for piece in exact[..exact.len() - 1].chunks(chunk) {
+                assert!(reader.push(piece).unwrap().is_none());
+                let len = reader.buf.len();
+                let expected = len.next_power_of_two().max(MIN_HEAD_CAPACITY);
+                assert_eq!(
+                    reader.buf.capacity(),
+                    expected,
+                    "chunk {chunk}, {len} bytes"
+                );
+            }
+            let done = reader.push(b"\n").unwrap().expect("complete");
+            assert_eq!(done.bytes.len(), MAX_HEAD_SIZE);
+            assert_eq!(done.bytes.capacity(), MAX_HEAD_SIZE, "chunk {chunk}");
+        }
     }
 
     #[test]

@@ -26,7 +26,11 @@
 //! the head and checked against the limits (64 KiB head, 8 KiB line, 100
 //! header fields) before it is buffered, and the complete head is parsed
 //! once. Bytes that follow the head in the same input (early frames) are
-//! handed back as `leftover`, never dropped.
+//! handed back as `leftover`, never dropped. What a connection in its
+//! handshake holds grows with what its peer has sent: the head buffer
+//! doubles from 64 bytes as the head arrives, and the drivers read into a
+//! [`ReceiveBuffer`] that starts at 256 bytes and is given back while they
+//! wait.
 //!
 //! # Examples
 //!
@@ -57,6 +61,7 @@ pub(crate) mod head;
 mod options;
 mod origin;
 pub(crate) mod progress;
+mod receive_buffer;
 pub mod server;
 mod server_upgrade;
 
@@ -77,6 +82,7 @@ pub use extended_connect::{
 pub use machine::HandshakeMachine;
 pub use options::{ClientOptions, ServerOptions};
 pub use origin::{OriginPatternError, OriginPolicy};
+pub use receive_buffer::ReceiveBuffer;
 pub use server_upgrade::{
     Callback, ErrorResponse, NoCallback, ServerUpgrade, ServerUpgradeDone, choose_subprotocol,
     error_response_bytes, upgrade_response, upgrade_response_with_deflate,

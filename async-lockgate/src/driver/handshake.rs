@@ -8,21 +8,27 @@
 use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::{Pin, pin};
-use std::task::Poll;
+use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use lockgate::handshake::client::Response;
-use lockgate::handshake::{Callback, Exchange, IntoClientRequest, Opened, Step};
-use lockgate::{ClientOptions, Result, ServerOptions};
+use lockgate::handshake::{
+    Callback, Exchange, HandshakeDriver, IntoClientRequest, Opened, ReceiveBuffer, ServerUpgrade,
+    Step,
+};
+use lockgate::{ClientOptions, Error, Result, ServerOptions};
 
 use super::stream::WebSocketStream;
 use crate::runtime::{Runtime, Transport};
 
-/// How much one handshake read asks for.
-const HANDSHAKE_READ: usize = 4096;
-
 /// Accepts a WebSocket upgrade on `stream` with `options` (config and
-/// callback), within the config's handshake deadline.
+/// callback), within the config's handshake deadline, counted from the
+/// first poll.
+///
+/// Not an `async fn`: the future holds the stream and the handshake once
+/// each (an `async fn` keeps its arguments beside what it moves them
+/// into), and a server task that accepts, then serves the connection, is
+/// as large as this future for the connection's whole life.
 ///
 /// # Errors
 ///
@@ -32,17 +38,94 @@ const HANDSHAKE_READ: usize = 4096;
 /// the Origin policy as [`Error::Http`](lockgate::Error::Http),
 /// [`Error::Timeout`](lockgate::Error::Timeout) if the request did not
 /// arrive in time, [`Error::Io`](lockgate::Error::Io).
-pub async fn accept_with<R, S, C>(
+pub fn accept_with<R, S, C>(
     mut stream: S,
     options: ServerOptions<C>,
-) -> Result<WebSocketStream<S, R>>
+) -> impl Future<Output = Result<WebSocketStream<S, R>>>
 where
     R: Transport<S>,
     S: Unpin,
     C: Callback,
 {
-    let opened = exchange::<R, _, _>(&mut stream, options.handshake(R::now())).await?;
-    Ok(WebSocketStream::from_context(stream, opened.context))
+    let mut handshake = Starting::Options(options);
+    async move {
+        let opened = drive::<R, _, _>(&mut stream, &mut handshake).await?;
+        Ok(WebSocketStream::from_context(stream, opened.context))
+    }
+}
+
+/// A server handshake that starts on its first poll, as an `async fn`
+/// would: the deadline counts from then.
+enum Starting<C: Callback> {
+    /// Not polled yet.
+    Options(ServerOptions<C>),
+    /// Polled: the handshake runs. Boxed: the future of a task that
+    /// accepts and then serves the connection keeps its size for the
+    /// connection's life, while the handshake's state is needed only until
+    /// the upgrade.
+    Running(Box<HandshakeDriver<ServerUpgrade<C>>>),
+    /// Only while the options turn into the handshake.
+    Empty,
+}
+
+impl<C: Callback> Starting<C> {
+    /// The handshake, once started.
+    fn running(&mut self) -> Option<&mut HandshakeDriver<ServerUpgrade<C>>> {
+        match self {
+            Starting::Running(handshake) => Some(handshake),
+            _ => None,
+        }
+    }
+}
+
+/// The driver polls before anything else, so every input reaches a
+/// running handshake.
+impl<C: Callback> Exchange for Starting<C> {
+    type Outcome = Result<Box<Opened>>;
+
+    fn poll(&mut self, now: Instant) -> Step {
+        if let Starting::Options(_) = self {
+            let Starting::Options(options) = std::mem::replace(self, Starting::Empty) else {
+                unreachable!("matched above");
+            };
+            *self = Starting::Running(Box::new(options.handshake(now)));
+        }
+        match self {
+            Starting::Running(handshake) => handshake.poll(now),
+            _ => Step::Done(Err(Error::AlreadyClosed)),
+        }
+    }
+
+    fn receive(&mut self, input: &[u8], now: Instant) {
+        if let Some(handshake) = self.running() {
+            handshake.receive(input, now);
+        }
+    }
+
+    fn read_failed(&mut self, error: Error, now: Instant) {
+        if let Some(handshake) = self.running() {
+            handshake.read_failed(error, now);
+        }
+    }
+
+    fn transmit_failed(&mut self, error: Error) {
+        if let Some(handshake) = self.running() {
+            handshake.transmit_failed(error);
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if let Some(handshake) = self.running() {
+            handshake.handle_timeout(now);
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        match self {
+            Starting::Running(handshake) => handshake.deadline(),
+            _ => None,
+        }
+    }
 }
 
 /// The client handshake for `request` over `stream` with `options`'
@@ -75,54 +158,162 @@ where
 /// # Errors
 ///
 /// As for [`client_with`].
-pub async fn finish_client<R, S, E>(
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn holds its arguments twice (see accept_with)"
+)]
+pub fn finish_client<R, S, E>(
     mut stream: S,
-    handshake: E,
-) -> Result<(WebSocketStream<S, R>, Response)>
+    mut handshake: E,
+) -> impl Future<Output = Result<(WebSocketStream<S, R>, Response)>>
 where
     R: Transport<S>,
     S: Unpin,
     E: Exchange<Outcome = Result<Box<Opened>>>,
 {
-    let opened = exchange::<R, _, _>(&mut stream, handshake).await?;
-    Ok((
-        WebSocketStream::from_context(stream, opened.context),
-        opened.response.map(|()| None),
-    ))
+    // Not an `async fn`, for the reason given on `accept_with`.
+    async move {
+        let opened = drive::<R, _, _>(&mut stream, &mut handshake).await?;
+        Ok((
+            WebSocketStream::from_context(stream, opened.context),
+            opened.response.map(|()| None),
+        ))
+    }
 }
 
 /// Runs `exchange` (an opening handshake, or a proxy's tunnel) over
 /// `stream` until it is over: does what each step says, racing every wait
 /// against the deadline.
-pub async fn exchange<R, S, E>(stream: &mut S, mut exchange: E) -> E::Outcome
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn holds its arguments twice (see accept_with)"
+)]
+pub fn exchange<R, S, E>(stream: &mut S, mut exchange: E) -> impl Future<Output = E::Outcome>
 where
     R: Transport<S>,
     S: Unpin,
     E: Exchange,
 {
-    // On the heap: a future holding the buffer would keep its size for
-    // the life of the task that awaited it.
-    let mut buf = vec![0u8; HANDSHAKE_READ];
-    loop {
-        match exchange.poll(R::now()) {
-            Step::Transmit(bytes) => {
-                let written = write_all_and_flush::<R, S>(stream, &bytes);
-                match until::<R, _>(exchange.deadline(), written).await {
+    // Not an `async fn`, which would hold `exchange` twice (as its
+    // argument and as the local it moves it to).
+    async move { drive::<R, _, _>(stream, &mut exchange).await }
+}
+
+/// The loop of [`exchange`], over an exchange that the caller's future
+/// holds.
+///
+/// Its state is small: bytes are read into a [`ReceiveBuffer`] that is
+/// given back whenever the stream has nothing to read, so a handshake
+/// waiting for its peer holds only what it has received; the deadline's
+/// timer is boxed, made on the first wait that needs one and reused after.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn holds its arguments twice (see accept_with)"
+)]
+fn drive<'a, R, S, E>(stream: &'a mut S, exchange: &'a mut E) -> impl Future<Output = E::Outcome>
+where
+    R: Transport<S>,
+    S: Unpin,
+    E: Exchange,
+{
+    async move {
+        let mut buf = ReceiveBuffer::new();
+        let mut timer = ExchangeTimer::<R>::default();
+        let mut out = Vec::new();
+        loop {
+            // Taken apart before anything awaits: whatever a match holds
+            // (the `Step`, or an `Option` of its bytes) would stay in the
+            // future's state beside what was moved out of it.
+            let (transmit, deadline) = match exchange.poll(R::now()) {
+                Step::Transmit(bytes) => {
+                    out = bytes;
+                    (true, exchange.deadline())
+                }
+                Step::Receive { deadline } => (false, deadline),
+                Step::Done(result) => return result,
+            };
+            if transmit {
+                let mut written = 0;
+                let write =
+                    poll_fn(|cx| poll_write_all_and_flush::<R, S>(stream, cx, &out, &mut written));
+                let sent = timer.race(deadline, write).await;
+                out = Vec::new();
+                match sent {
                     Some(Ok(())) => {}
                     Some(Err(error)) => exchange.transmit_failed(error.into()),
                     None => exchange.handle_timeout(R::now()),
                 }
-            }
-            Step::Receive { deadline } => {
-                let read = poll_fn(|cx| R::poll_read(Pin::new(&mut *stream), cx, &mut buf));
-                match until::<R, _>(deadline, read).await {
-                    Some(Ok(n)) => exchange.receive(&buf[..n], R::now()),
+            } else {
+                let read = poll_fn(|cx| {
+                    let polled = R::poll_read(Pin::new(&mut *stream), cx, buf.spare());
+                    if polled.is_pending() {
+                        // Nothing to read yet: no buffer while waiting.
+                        buf.release();
+                    }
+                    polled
+                });
+                match timer.race(deadline, read).await {
+                    Some(Ok(n)) => exchange.receive(buf.filled(n), R::now()),
                     Some(Err(error)) => exchange.read_failed(error.into(), R::now()),
                     None => exchange.handle_timeout(R::now()),
                 }
             }
-            Step::Done(result) => return result,
         }
+    }
+}
+
+/// The one timer of an exchange, for its deadline.
+struct ExchangeTimer<R: Runtime> {
+    /// Boxed: made on the first wait with a deadline, dropped with the
+    /// exchange, so the futures of a connection's task never carry it.
+    timer: Option<Pin<Box<R::Timer>>>,
+}
+
+impl<R: Runtime> Default for ExchangeTimer<R> {
+    fn default() -> Self {
+        Self { timer: None }
+    }
+}
+
+impl<R: Runtime> ExchangeTimer<R> {
+    /// `future`, unless `deadline` comes first (`None`). Without a timer
+    /// from the runtime, `future` alone.
+    fn race<F: Future + Unpin>(
+        &mut self,
+        deadline: Option<Instant>,
+        mut future: F,
+    ) -> impl Future<Output = Option<F::Output>> {
+        poll_fn(move |cx| {
+            if let Poll::Ready(output) = Pin::new(&mut future).poll(cx) {
+                return Poll::Ready(Some(output));
+            }
+            if self.fired(deadline, cx) {
+                Poll::Ready(None)
+            } else {
+                Poll::Pending
+            }
+        })
+    }
+
+    /// Whether `deadline` has come, the timer armed for it (and `cx`
+    /// registered) if not.
+    fn fired(&mut self, deadline: Option<Instant>, cx: &mut Context<'_>) -> bool {
+        let Some(deadline) = deadline else {
+            return false;
+        };
+        let timer = match &mut self.timer {
+            Some(timer) => {
+                if R::deadline(timer) != deadline {
+                    R::reset(timer.as_mut(), deadline);
+                }
+                timer
+            }
+            None => match R::timer_at(deadline) {
+                Some(timer) => self.timer.insert(Box::pin(timer)),
+                None => return false,
+            },
+        };
+        timer.as_mut().poll(cx).is_ready()
     }
 }
 
@@ -151,17 +342,25 @@ pub async fn until<R: Runtime, F: Future>(
     .await
 }
 
-async fn write_all_and_flush<R: Transport<S>, S: Unpin>(
+/// Writes `bytes` from `*written` on, counting what the stream takes,
+/// then flushes.
+fn poll_write_all_and_flush<R: Transport<S>, S: Unpin>(
     stream: &mut S,
-    mut bytes: &[u8],
-) -> io::Result<()> {
-    while !bytes.is_empty() {
-        match poll_fn(|cx| R::poll_write(Pin::new(&mut *stream), cx, bytes)).await {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
+    cx: &mut Context<'_>,
+    bytes: &[u8],
+    written: &mut usize,
+) -> Poll<io::Result<()>> {
+    while *written < bytes.len() {
+        match ready!(R::poll_write(
+            Pin::new(&mut *stream),
+            cx,
+            &bytes[*written..]
+        )) {
+            Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+            Ok(n) => *written += n,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
+            Err(error) => return Poll::Ready(Err(error)),
         }
     }
-    poll_fn(|cx| R::poll_flush(Pin::new(&mut *stream), cx)).await
+    R::poll_flush(Pin::new(stream), cx)
 }
