@@ -60,38 +60,54 @@ pub(crate) fn run(lib: &str, n: usize) -> IdleRun {
 /// Runs this binary with `args` as an idle-memory child for `lib` and reads
 /// back its `IDLE <rss delta> <heap delta> <n>` line.
 pub(crate) fn run_child(lib: &str, n: usize, args: &[&str]) -> IdleRun {
+    let f = child_result(lib, n, args, "IDLE", 3);
+    IdleRun {
+        rss: f[0] / f[2],
+        heap: f[1] / f[2],
+    }
+}
+
+/// Runs this binary with `args` as a memory child for `lib` and reads back
+/// its `<TAG> <numbers…>` line: `count` numbers, the last of them `n` (the
+/// connections measured). A child that failed, or a line that is missing
+/// or malformed, fails the run.
+pub(crate) fn child_result(
+    lib: &str,
+    n: usize,
+    args: &[&str],
+    tag: &str,
+    count: usize,
+) -> Vec<f64> {
     let exe = std::env::current_exe().expect("own executable");
     let out = Command::new(exe)
         .args(args)
         .output()
-        .expect("spawn idle child");
+        .expect("spawn memory child");
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         crate::fail(
             lib,
             &format!(
-                "idle child failed ({}): {}{}",
+                "{tag} child failed ({}): {}{}",
                 out.status,
                 stdout,
                 String::from_utf8_lossy(&out.stderr)
             ),
         );
     }
+    let prefix = format!("{tag} ");
     let line = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("IDLE "))
-        .unwrap_or_else(|| crate::fail(lib, &format!("idle child printed no result: {stdout}")));
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| crate::fail(lib, &format!("{tag} child printed no result: {stdout}")));
     let f: Vec<f64> = line
         .split_whitespace()
         .filter_map(|x| x.parse().ok())
         .collect();
-    if f.len() != 3 || f[2] as usize != n {
-        crate::fail(lib, &format!("bad idle result line: {line}"));
+    if f.len() != count || f[count - 1] as usize != n {
+        crate::fail(lib, &format!("bad {tag} result line: {line}"));
     }
-    IdleRun {
-        rss: f[0] / f[2],
-        heap: f[1] / f[2],
-    }
+    f
 }
 
 enum Cmd {

@@ -2,7 +2,7 @@
 //! tokio-tungstenite, fastwebsockets, tokio-websockets, sockudo-ws and yawc.
 //!
 //! ```text
-//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,deflate,fanout,duplex] [--reps N] [--pin] [--out PATH]
+//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,handshake,deflate,fanout,duplex,scale] [--reps N] [--pin] [--out PATH]
 //! ```
 //!
 //! Scenarios (see BENCHMARKS.md for what each measures and how its output is
@@ -19,6 +19,12 @@
 //!   plus the write calls per message on the sending end, and a raw-TCP row.
 //! - `idle`: RSS and heap per parked, upgraded server connection, one child
 //!   process per library, against bare tokio sockets parked in tasks.
+//! - `handshake`: RSS and heap per server connection whose client sent
+//!   half its upgrade request and stalled (3,000 connections, 500 with
+//!   `--quick`), each library doing its own server handshake in the task
+//!   that accepted the connection; and again once the rest arrived and
+//!   the connections are upgraded and parked in those tasks
+//!   (`handshake_mem.rs`).
 //! - `deflate`: permessage-deflate, negotiated by each library's own
 //!   handshake code: one-way loopback TCP of 1 KiB and 64 KiB JSON-like
 //!   texts, with and without context takeover, lockgate and tokio-lockgate
@@ -39,6 +45,12 @@
 //!   `--quick`), a flush
 //!   every 64; messages per second per direction, against a one-way
 //!   (client → server) baseline over the same split halves, and the ratio.
+//! - `scale`: each async library's idiomatic echo server (2-worker runtime,
+//!   a task per connection, in a child process) under one raw-socket load
+//!   client in another: 10,000 connections, 500 sending bursts (1,000 / 50
+//!   with `--quick`); messages/s, round-trip p50/p99/p99.9, server CPU per
+//!   message, RSS per connection; natural and batching forms; and fan-out
+//!   to 10,000 subscribers. Printed as a table of its own (`scale/mod.rs`).
 //!
 //! Every peer uses its default configuration, except yawc's read limit
 //! (see [`libs::YAWC_MAX_PAYLOAD`]) and the compression settings the
@@ -54,6 +66,7 @@ mod deflate_idle;
 mod duplex;
 mod fanout;
 mod frames;
+mod handshake_mem;
 mod idle;
 mod json;
 mod libs;
@@ -61,6 +74,7 @@ mod mem;
 #[cfg(feature = "metrics")]
 mod observe;
 mod report;
+mod scale;
 mod streams;
 mod sys;
 mod tcp;
@@ -116,13 +130,23 @@ struct Plan {
     reps_duplex: usize,
     /// Messages per direction in the `duplex` runs.
     duplex_n: usize,
+    reps_scale: usize,
+    scale: scale::Shape,
 }
 
-const GROUPS: [&str; 7] = [
-    "write", "read", "tcp", "idle", "deflate", "fanout", "duplex",
+const GROUPS: [&str; 9] = [
+    "write",
+    "read",
+    "tcp",
+    "idle",
+    "handshake",
+    "deflate",
+    "fanout",
+    "duplex",
+    "scale",
 ];
 
-const USAGE: &str = "usage: bench-peers [--quick] [--only write,read,tcp,idle,deflate,fanout,duplex] [--reps N] \
+const USAGE: &str = "usage: bench-peers [--quick] [--only write,read,tcp,idle,handshake,deflate,fanout,duplex,scale] [--reps N] \
                      [--pin] [--out PATH]";
 
 /// The compressed TCP jobs: `small` 1 KiB messages written then flushed
@@ -211,6 +235,8 @@ impl Plan {
                 },
                 reps_duplex: 3,
                 duplex_n: 200_000,
+                reps_scale: 2,
+                scale: scale::Shape::QUICK,
             }
         } else {
             Plan {
@@ -245,6 +271,8 @@ impl Plan {
                 },
                 reps_duplex: 11,
                 duplex_n: 1_000_000,
+                reps_scale: 3,
+                scale: scale::Shape::FULL,
             }
         };
         if let Some(r) = reps {
@@ -255,6 +283,7 @@ impl Plan {
             p.reps_deflate_idle = r;
             p.reps_fanout = r;
             p.reps_duplex = r;
+            p.reps_scale = r;
         }
         p
     }
@@ -515,16 +544,6 @@ fn idle_rows(p: &Plan) -> Vec<Row> {
         "KiB",
         Better::Lower,
     );
-    let cols = |name: &str| match name {
-        "floor" => Lib::Raw,
-        "tokio-lockgate" => Lib::TokioLockgate,
-        "tokio-tungstenite" => Lib::TokioTungstenite,
-        "fastwebsockets" => Lib::Fastwebsockets,
-        "tokio-websockets" => Lib::TokioWebsockets,
-        "sockudo-ws" => Lib::SockudoWs,
-        "yawc" => Lib::Yawc,
-        other => unreachable!("no column for idle library {other}"),
-    };
     for rep in 0..p.reps_idle {
         eprint!("\ridle: repetition {}/{}   ", rep + 1, p.reps_idle);
         let mut names = idle::LIBS.to_vec();
@@ -532,8 +551,8 @@ fn idle_rows(p: &Plan) -> Vec<Row> {
         names.rotate_left(k);
         for name in names {
             let r = idle::run(name, n);
-            rss.push(cols(name), r.rss / 1024.0);
-            heap.push(cols(name), r.heap / 1024.0);
+            rss.push(Lib::column(name), r.rss / 1024.0);
+            heap.push(Lib::column(name), r.heap / 1024.0);
         }
     }
     eprintln!();
@@ -714,12 +733,7 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
             names.rotate_left(k);
             for name in names {
                 let r = deflate_idle::run(name, n, mode);
-                let lib = match name {
-                    "tokio-lockgate" => Lib::TokioLockgate,
-                    "sockudo-ws" => Lib::SockudoWs,
-                    "yawc" => Lib::Yawc,
-                    other => unreachable!("no column for compressed idle library {other}"),
-                };
+                let lib = Lib::column(name);
                 rss.push(lib, r.rss / 1024.0);
                 heap.push(lib, r.heap / 1024.0);
             }
@@ -743,12 +757,22 @@ fn main() {
         }
         return;
     }
+    if scale::child_main(&args) {
+        return;
+    }
     if args.first().map(String::as_str) == Some("__idle") {
         let (lib, n) = match (args.get(1), args.get(2).and_then(|n| n.parse().ok())) {
             (Some(lib), Some(n)) => (lib.clone(), n),
             _ => usage(),
         };
         idle::child_main(&lib, n);
+        return;
+    }
+    if args.first().map(String::as_str) == Some("__handshake") {
+        match (args.get(1), args.get(2).and_then(|n| n.parse().ok())) {
+            (Some(lib), Some(n)) => handshake_mem::child_main(lib, n),
+            _ => usage(),
+        }
         return;
     }
     let plan = Plan::parse(&args);
@@ -772,12 +796,19 @@ fn main() {
     if plan.runs("idle") {
         rows.extend(idle_rows(&plan));
     }
+    if plan.runs("handshake") {
+        // As many repetitions as the idle rows: the same kind of child.
+        rows.extend(handshake_mem::rows(plan.quick, plan.reps_idle));
+    }
     if plan.runs("fanout") {
         rows.extend(fanout_rows(&plan));
     }
     if plan.runs("duplex") {
         rows.extend(duplex_rows(&plan));
     }
+    let scale = plan
+        .runs("scale")
+        .then(|| scale::run(&plan.scale, plan.reps_scale));
     let deflate = if plan.runs("deflate") {
         deflate_rows(&plan)
     } else {
@@ -846,6 +877,9 @@ fn main() {
              validation is most of the work the others do; in the TCP rows its receiving \
              end does not check the 64-byte texts either.\n"
         ));
+        if plan.runs("handshake") {
+            out.push_str(handshake_mem::NOTE);
+        }
         out.push_str("\nSpread of the samples, (max − min) / median:\n\n");
         out.push_str(&report::spread_table(&rows, &report::COLS));
     }
@@ -885,6 +919,12 @@ fn main() {
         out.push_str(&report::table(&deflate, &report::DEFLATE_COLS));
         out.push_str("\nSpread of the samples, (max − min) / median:\n\n");
         out.push_str(&report::spread_table(&deflate, &report::DEFLATE_COLS));
+    }
+    if let Some(scale) = &scale {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&scale.section(&args.join(" ")));
     }
     print!("{out}");
     eprintln!("done in {took:.1} s");

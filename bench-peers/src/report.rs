@@ -54,6 +54,18 @@ impl Lib {
         }
     }
 
+    /// The column of a library named as the memory children are (`floor`
+    /// is the bare-socket floor, in the raw column).
+    pub(crate) fn column(name: &str) -> Lib {
+        if name == "floor" {
+            return Lib::Raw;
+        }
+        Lib::LIBS
+            .into_iter()
+            .find(|l| l.name() == name)
+            .unwrap_or_else(|| unreachable!("no column for library {name}"))
+    }
+
     fn is_peer(self) -> bool {
         matches!(
             self,
