@@ -9,6 +9,7 @@ use std::io::{self, IoSlice};
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use lockgate::{Buf, Message, Next, Operation, Output, Result, WebSocketContext};
 
@@ -265,26 +266,30 @@ impl<R: Runtime> DeadlineTimer<R> {
         let Some(deadline) = context.waiting(now) else {
             return false;
         };
-        let timer = match &mut self.timer {
-            Some(timer) => {
-                if R::deadline(timer) != deadline {
-                    R::reset(timer.as_mut(), deadline);
-                }
-                timer
-            }
-            None => match R::timer_at(deadline) {
-                Some(timer) => self.timer.insert(Box::pin(timer)),
-                // No timer to wait on (tokio's, polled outside a runtime):
-                // deadlines are handled when a read returns.
-                None => return false,
-            },
+        // No timer to wait on (tokio's, polled outside a runtime):
+        // deadlines are handled when a read returns.
+        let Some(timer) = self.armed_for(deadline) else {
+            return false;
         };
-        if deadline > now && timer.as_mut().poll(cx).is_pending() {
+        if deadline > now && timer.poll(cx).is_pending() {
             return false;
         }
         // The timer fired, so the deadline passed, whatever rounding the
         // clock reading below suffers.
         context.handle_timeout(R::now().max(deadline));
         true
+    }
+
+    /// The timer, made for `deadline` or moved to it (only when it
+    /// changed); `None` where the runtime has no timer to give.
+    pub(crate) fn armed_for(&mut self, deadline: Instant) -> Option<Pin<&mut R::Timer>> {
+        if self.timer.is_none() {
+            self.timer = Some(Box::pin(R::timer_at(deadline)?));
+        }
+        let timer = self.timer.as_mut()?;
+        if R::deadline(timer) != deadline {
+            R::reset(timer.as_mut(), deadline);
+        }
+        Some(timer.as_mut())
     }
 }

@@ -18,6 +18,7 @@ use lockgate::handshake::{
 };
 use lockgate::{ClientOptions, Error, Result, ServerOptions};
 
+use super::core::DeadlineTimer;
 use super::stream::WebSocketStream;
 use crate::runtime::{Runtime, Transport};
 
@@ -262,16 +263,18 @@ where
     }
 }
 
-/// The one timer of an exchange, for its deadline.
+/// The one timer of an exchange, for its deadline: boxed, made on the
+/// first wait with a deadline and dropped with the exchange, so the
+/// futures of a connection's task never carry it.
 struct ExchangeTimer<R: Runtime> {
-    /// Boxed: made on the first wait with a deadline, dropped with the
-    /// exchange, so the futures of a connection's task never carry it.
-    timer: Option<Pin<Box<R::Timer>>>,
+    timer: DeadlineTimer<R>,
 }
 
 impl<R: Runtime> Default for ExchangeTimer<R> {
     fn default() -> Self {
-        Self { timer: None }
+        Self {
+            timer: DeadlineTimer::default(),
+        }
     }
 }
 
@@ -298,22 +301,9 @@ impl<R: Runtime> ExchangeTimer<R> {
     /// Whether `deadline` has come, the timer armed for it (and `cx`
     /// registered) if not.
     fn fired(&mut self, deadline: Option<Instant>, cx: &mut Context<'_>) -> bool {
-        let Some(deadline) = deadline else {
-            return false;
-        };
-        let timer = match &mut self.timer {
-            Some(timer) => {
-                if R::deadline(timer) != deadline {
-                    R::reset(timer.as_mut(), deadline);
-                }
-                timer
-            }
-            None => match R::timer_at(deadline) {
-                Some(timer) => self.timer.insert(Box::pin(timer)),
-                None => return false,
-            },
-        };
-        timer.as_mut().poll(cx).is_ready()
+        deadline
+            .and_then(|deadline| self.timer.armed_for(deadline))
+            .is_some_and(|timer| timer.poll(cx).is_ready())
     }
 }
 
