@@ -357,24 +357,17 @@ pub(crate) fn child_main(lib: &str, n: usize, mode: &str) {
         crate::fail(lib, &format!("unknown mode {mode:?}"))
     };
     let takeover = mode.takeover();
-    alloc::enable();
-    let limit = sys::raise_nofile();
-    let need = 2 * (n + WARM) + 64;
-    if limit < need as u64 {
-        crate::fail(lib, &format!("open-file limit {limit} < {need} needed"));
-    }
     let texts = Rc::new(Texts {
         message: json_like(SIZE, 7).into(),
         reply: json_like(SIZE, 9).into(),
     });
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let listener = crate::idle::child_listener(lib, n + WARM);
     let side = ClientSide {
         addr: listener.local_addr().expect("listener address"),
         mode,
         lib: lib.to_string(),
         message: client_frame(&texts.message, mode),
     };
-    listener.set_nonblocking(true).expect("set_nonblocking");
     let (cmd_tx, cmd_rx) = mpsc::channel();
     let (ack_tx, ack_rx) = mpsc::channel();
     let client = std::thread::spawn(move || client_thread(side, n + WARM, cmd_rx, ack_tx));

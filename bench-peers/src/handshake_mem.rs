@@ -443,15 +443,8 @@ async fn wait_for(counter: &Rc<Cell<usize>>, target: usize, what: &str) {
 /// The child process: prints `HANDSHAKE <rss> <heap> <rss after> <heap
 /// after> <n>` and exits.
 pub(crate) fn child_main(lib: &str, n: usize) {
-    alloc::enable();
-    let limit = sys::raise_nofile();
-    let need = 2 * (n + WARM) + 64;
-    if limit < need as u64 {
-        crate::fail(lib, &format!("open-file limit {limit} < {need} needed"));
-    }
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let listener = crate::idle::child_listener(lib, n + WARM);
     let addr = listener.local_addr().expect("listener address");
-    listener.set_nonblocking(true).expect("set_nonblocking");
     let (cmd_tx, cmd_rx) = mpsc::channel();
     let (ack_tx, ack_rx) = mpsc::channel();
     let client_lib = lib.to_string();

@@ -265,17 +265,25 @@ fn park(lib: &str, s: tokio::net::TcpStream, parked: Counter, got: Counter) {
     }
 }
 
-/// The child process: prints `IDLE <rss delta> <heap delta> <n>` and exits.
-pub(crate) fn child_main(lib: &str, n: usize) {
+/// What every memory child starts with: the counting allocator on, an
+/// open-file limit checked to hold `conns` connections (both of their
+/// ends, and a margin), and a non-blocking listener on 127.0.0.1.
+pub(crate) fn child_listener(lib: &str, conns: usize) -> std::net::TcpListener {
     alloc::enable();
     let limit = sys::raise_nofile();
-    let need = 2 * (n + WARM) + 64;
+    let need = 2 * conns + 64;
     if limit < need as u64 {
         crate::fail(lib, &format!("open-file limit {limit} < {need} needed"));
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let addr = listener.local_addr().expect("listener address");
     listener.set_nonblocking(true).expect("set_nonblocking");
+    listener
+}
+
+/// The child process: prints `IDLE <rss delta> <heap delta> <n>` and exits.
+pub(crate) fn child_main(lib: &str, n: usize) {
+    let listener = child_listener(lib, n + WARM);
+    let addr = listener.local_addr().expect("listener address");
     let (cmd_tx, cmd_rx) = mpsc::channel();
     let (ack_tx, ack_rx) = mpsc::channel();
     let client = std::thread::spawn(move || client_thread(addr, n + WARM, cmd_rx, ack_tx));
