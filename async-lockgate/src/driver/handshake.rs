@@ -219,7 +219,7 @@ where
 {
     async move {
         let mut buf = ReceiveBuffer::new();
-        let mut timer = ExchangeTimer::<R>::default();
+        let mut timer = DeadlineTimer::<R>::default();
         let mut out = Vec::new();
         loop {
             // Taken apart before anything awaits: whatever a match holds
@@ -263,22 +263,10 @@ where
     }
 }
 
-/// The one timer of an exchange, for its deadline: boxed, made on the
-/// first wait with a deadline and dropped with the exchange, so the
-/// futures of a connection's task never carry it.
-struct ExchangeTimer<R: Runtime> {
-    timer: DeadlineTimer<R>,
-}
-
-impl<R: Runtime> Default for ExchangeTimer<R> {
-    fn default() -> Self {
-        Self {
-            timer: DeadlineTimer::default(),
-        }
-    }
-}
-
-impl<R: Runtime> ExchangeTimer<R> {
+/// An exchange's one timer for its deadline is a [`DeadlineTimer`]: boxed,
+/// made on the first wait with a deadline and dropped with the exchange,
+/// so the futures of a connection's task never carry it.
+impl<R: Runtime> DeadlineTimer<R> {
     /// `future`, unless `deadline` comes first (`None`). Without a timer
     /// from the runtime, `future` alone.
     fn race<F: Future + Unpin>(
@@ -302,7 +290,7 @@ impl<R: Runtime> ExchangeTimer<R> {
     /// registered) if not.
     fn fired(&mut self, deadline: Option<Instant>, cx: &mut Context<'_>) -> bool {
         deadline
-            .and_then(|deadline| self.timer.armed_for(deadline))
+            .and_then(|deadline| self.armed_for(deadline))
             .is_some_and(|timer| timer.poll(cx).is_ready())
     }
 }
