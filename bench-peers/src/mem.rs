@@ -3,6 +3,7 @@
 //! async libraries get the same streams through tokio's traits, polled by a
 //! current-thread runtime (`block_on`), timing inside the future.
 
+use std::io::Read;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -212,6 +213,30 @@ pub(crate) fn read_sync<L: SyncLib>(lib: &str, input: &ReadInput, full: bool) ->
     }
     let elapsed = t0.elapsed();
     check_read(lib, input, acc);
+    elapsed
+}
+
+/// The read rows' floor: the mock's copy of every input byte into one
+/// reused 1 MiB buffer, with no parsing, unmasking, validation or
+/// allocation. Every library pays at least this copy, so no library can
+/// read faster than it.
+pub(crate) fn read_floor(input: &ReadInput) -> Duration {
+    let mut stream = MemStream::new(input.bytes.clone());
+    let mut buf = vec![0u8; 1 << 20];
+    let mut last = 0u8;
+    let mut total = 0;
+    let t0 = Instant::now();
+    loop {
+        let n = stream.read(&mut buf).expect("the memory stream reads");
+        if n == 0 {
+            break;
+        }
+        total += n;
+        last ^= buf[n - 1];
+    }
+    let elapsed = t0.elapsed();
+    std::hint::black_box(last);
+    assert_eq!(total, input.bytes.len(), "the floor read every byte");
     elapsed
 }
 

@@ -22,7 +22,8 @@ pub(crate) enum Lib {
     SockudoWs,
     /// yawc.
     Yawc,
-    /// Raw TCP (TCP rows) or the bare-socket floor (idle rows).
+    /// Raw TCP (TCP rows), the mock's copy alone (read rows) or the
+    /// bare-socket floor (memory rows).
     Raw,
 }
 
