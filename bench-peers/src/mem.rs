@@ -99,6 +99,24 @@ pub(crate) fn write_sync<L: SyncLib>(
     }
 }
 
+/// The write rows' floor: each prebuilt text's bytes copied into the
+/// sink's buffer and the text dropped (its allocation freed), with no
+/// framing, masking or sink calls. Every library pays at least this.
+pub(crate) fn write_floor(texts: &[String], buf: &mut Vec<u8>) -> Duration {
+    let mut out = std::mem::take(buf);
+    out.clear();
+    let msgs: Vec<String> = texts.to_vec();
+    let t0 = Instant::now();
+    for m in msgs {
+        out.extend_from_slice(m.as_bytes());
+    }
+    let elapsed = t0.elapsed();
+    let total: usize = texts.iter().map(String::len).sum();
+    assert_eq!(out.len(), total, "the floor copied every text");
+    *buf = out;
+    elapsed
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
