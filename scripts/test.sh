@@ -50,6 +50,7 @@ if $quick; then
     cargo clippy -p tokio-lockgate --all-targets --features axum,rustls,native-tls,metrics,tracing -- -D warnings
     cargo clippy -p lockgate-kit --all-targets --all-features -- -D warnings
     cargo clippy -p async-lockgate --lib --no-default-features -- -D warnings
+    cargo clippy -p async-lockgate --all-targets --features rustls -- -D warnings
 
     step "quick: cargo test (unit, integration, doc tests of the three crates)"
     cargo test -p lockgate -p tokio-lockgate -p async-lockgate
@@ -84,6 +85,7 @@ cargo clippy -p lockgate-kit --all-targets -- -D warnings
 cargo clippy -p lockgate-kit --all-targets --all-features -- -D warnings
 # async-lockgate as tokio-lockgate uses it: the runtime-generic driver only.
 cargo clippy -p async-lockgate --lib --no-default-features -- -D warnings
+cargo clippy -p async-lockgate --all-targets --features rustls -- -D warnings
 # The fuzz crate (not a workspace member): once as a normal build, once
 # with the cfg that compiles the targets using lockgate::fuzz_api.
 (cd fuzz && cargo clippy --all-targets -- -D warnings)
@@ -143,6 +145,8 @@ cargo test -p tokio-lockgate --features axum,rustls
 # The blocking driver's wss:// (rustls and native-tls) and the TLS docs.
 cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --lib --test tls_connect --test kit
 cargo test -p tokio-lockgate --features native-tls,hyper --test kit --test h2_client
+# The futures-io driver's wss:// and https:// proxies (futures-rustls).
+cargo test -p async-lockgate --features rustls --test kit
 cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --doc
 # Counters and spans: exact counts for known workloads, each close and
 # timeout and refusal, the hub's counters, a drain's closes.

@@ -138,15 +138,21 @@ where
     driver::client_with(request, stream, options).await
 }
 
-/// Connects to a `ws://` URL over smol's TCP (with `TCP_NODELAY`) and
-/// performs the handshake with the default [`Config`](lockgate::Config),
-/// within its 30 s handshake deadline.
+/// Connects to a `ws://` URL over smol's TCP (with `TCP_NODELAY`), or to
+/// a `wss://` URL over TLS with the `rustls` feature, and performs the
+/// handshake with the default [`Config`](lockgate::Config), within its
+/// 30 s handshake deadline.
+///
+/// `wss://` without a [`ClientOptions::tls`] connector trusts the roots
+/// of the `rustls-tls-webpki-roots` or `rustls-tls-native-roots` feature
+/// ([`Connector::for_wss`](lockgate::Connector::for_wss)).
 ///
 /// # Errors
 ///
 /// [`Error::Url`](lockgate::Error::Url) for an unusable URL, and
 /// [`UrlError::TlsFeatureNotEnabled`](lockgate::error::UrlError::TlsFeatureNotEnabled)
-/// for `wss://`; the errors of [`connect_async_with`].
+/// for `wss://` without the `rustls` feature; the errors of
+/// [`connect_async_with`].
 pub async fn connect_async<R>(request: R) -> Result<(WebSocketStream<MaybeTlsStream>, Response)>
 where
     R: IntoClientRequest,
@@ -171,7 +177,8 @@ where
 
 /// Connects to `request`'s URL with `options`: TCP, the proxy's tunnel if
 /// one is set ([`ClientOptions::proxy`], [`ClientOptions::proxy_from_env`]),
-/// then the handshake, all within the config's handshake deadline (see
+/// TLS for `wss://` (the [`ClientOptions::tls`] connector, `rustls`
+/// feature), then the handshake, all within the config's handshake deadline (see
 /// [`driver::connect`]).
 ///
 /// # Errors

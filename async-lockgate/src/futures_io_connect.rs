@@ -1,6 +1,7 @@
 //! `connect_async` for [`FuturesIo`]: TCP and name lookups through
-//! async-net (smol's sockets), on async-lockgate's one dial sequence.
-//! TLS is not built in: a `wss://` URL or an `https://` proxy fails with
+//! async-net (smol's sockets), on async-lockgate's one dial sequence, and
+//! TLS through futures-rustls with the `rustls` feature. Without it, a
+//! `wss://` URL or an `https://` proxy fails with
 //! [`UrlError::TlsFeatureNotEnabled`]; connect the TLS stream yourself and
 //! hand it to [`client_async`](crate::client_async).
 
@@ -18,33 +19,75 @@ use crate::driver::first_address;
 use crate::futures_io::FuturesIo;
 use crate::runtime::Connect;
 
-/// The connection [`connect_async`](crate::connect_async) returns. Only
-/// TCP for now; non-exhaustive so TLS can join it.
+/// The connection [`connect_async`](crate::connect_async) returns: TCP,
+/// or TLS over it with the `rustls` feature. Non-exhaustive so other TLS
+/// libraries can join it.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum MaybeTlsStream {
     /// Plain TCP (`ws://`).
     Plain(TcpStream),
+    /// TLS over TCP (`wss://`, or an `https://` proxy's tunnel).
+    #[cfg(feature = "rustls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+    Rustls(Box<futures_rustls::client::TlsStream<TcpStream>>),
+    /// TLS to the server inside the TLS session with an `https://` proxy.
+    #[cfg(feature = "rustls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+    Tunneled(Box<futures_rustls::client::TlsStream<MaybeTlsStream>>),
 }
 
 impl MaybeTlsStream {
-    /// The TCP stream.
+    /// The TCP stream under any TLS.
     pub fn get_ref(&self) -> &TcpStream {
         match self {
             MaybeTlsStream::Plain(tcp) => tcp,
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(tls) => tls.get_ref().0,
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Tunneled(tls) => tls.get_ref().0.get_ref(),
         }
     }
 
     /// Whether the connection is under TLS.
     pub fn is_tls(&self) -> bool {
-        false
+        !matches!(self, MaybeTlsStream::Plain(_))
     }
 
-    fn pinned(self: Pin<&mut Self>) -> Pin<&mut TcpStream> {
-        match self.get_mut() {
-            MaybeTlsStream::Plain(tcp) => Pin::new(tcp),
+    /// The rustls session with the server (what was negotiated: protocol
+    /// version, cipher suite, ALPN, the server's certificates), or `None`
+    /// for plain TCP.
+    #[cfg(feature = "rustls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+    pub fn tls_connection(&self) -> Option<&lockgate::dial::rustls::ClientConnection> {
+        match self {
+            MaybeTlsStream::Plain(_) => None,
+            MaybeTlsStream::Rustls(tls) => Some(tls.get_ref().1),
+            MaybeTlsStream::Tunneled(tls) => Some(tls.get_ref().1),
         }
     }
+}
+
+/// `$body` with `$stream` bound to the innermost layer's `Pin<&mut _>`.
+macro_rules! each {
+    ($self:expr, $stream:ident => $body:expr) => {
+        match $self.get_mut() {
+            MaybeTlsStream::Plain(tcp) => {
+                let $stream = Pin::new(tcp);
+                $body
+            }
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Rustls(tls) => {
+                let $stream = Pin::new(&mut **tls);
+                $body
+            }
+            #[cfg(feature = "rustls")]
+            MaybeTlsStream::Tunneled(tls) => {
+                let $stream = Pin::new(&mut **tls);
+                $body
+            }
+        }
+    };
 }
 
 impl AsyncRead for MaybeTlsStream {
@@ -53,7 +96,7 @@ impl AsyncRead for MaybeTlsStream {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        self.pinned().poll_read(cx, buf)
+        each!(self, stream => stream.poll_read(cx, buf))
     }
 }
 
@@ -63,7 +106,7 @@ impl AsyncWrite for MaybeTlsStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.pinned().poll_write(cx, buf)
+        each!(self, stream => stream.poll_write(cx, buf))
     }
 
     fn poll_write_vectored(
@@ -71,15 +114,15 @@ impl AsyncWrite for MaybeTlsStream {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.pinned().poll_write_vectored(cx, bufs)
+        each!(self, stream => stream.poll_write_vectored(cx, bufs))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.pinned().poll_flush(cx)
+        each!(self, stream => stream.poll_flush(cx))
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.pinned().poll_close(cx)
+        each!(self, stream => stream.poll_close(cx))
     }
 }
 
@@ -96,8 +139,35 @@ impl Connect for FuturesIo {
         first_address(async_net::resolve((host, port)).await?.into_iter())
     }
 
-    async fn secure(_: MaybeTlsStream, _: &str, _: Connector) -> Result<MaybeTlsStream> {
-        Err(UrlError::TlsFeatureNotEnabled.into())
+    async fn secure(
+        stream: MaybeTlsStream,
+        host: &str,
+        connector: Connector,
+    ) -> Result<MaybeTlsStream> {
+        let _ = (&stream, host);
+        match connector {
+            Connector::Plain => Err(Connector::plain_cannot_secure()),
+            #[cfg(feature = "rustls")]
+            Connector::Rustls(config) => {
+                let name = lockgate::dial::server_name(host)?;
+                let tls = futures_rustls::TlsConnector::from(config);
+                Ok(match stream {
+                    MaybeTlsStream::Plain(tcp) => MaybeTlsStream::Rustls(Box::new(
+                        tls.connect(name, tcp)
+                            .await
+                            .map_err(lockgate::dial::rustls_io_error)?,
+                    )),
+                    secured => MaybeTlsStream::Tunneled(Box::new(
+                        tls.connect(name, secured)
+                            .await
+                            .map_err(lockgate::dial::rustls_io_error)?,
+                    )),
+                })
+            }
+            // native-tls, or a library this build does not know of.
+            #[allow(unreachable_patterns, reason = "variants of features that are off")]
+            _ => Err(UrlError::TlsFeatureNotEnabled.into()),
+        }
     }
 
     fn peer_addr(stream: &MaybeTlsStream) -> Option<SocketAddr> {

@@ -64,15 +64,37 @@
 //! smol's TCP (async-net), through a proxy if the [`ClientOptions`] name
 //! one (HTTP CONNECT, SOCKS5, the environment's), within the handshake's
 //! deadline: the same dial sequence as tokio-lockgate's, written once in
-//! [`driver::connect`]. TLS is not built in: for `wss://`, connect a TLS
-//! stream yourself (`futures-rustls`, `async-native-tls`) and hand it to
-//! [`client_async`].
+//! [`driver::connect`]. With the `rustls` feature it speaks `wss://` and
+//! `https://` proxies through futures-rustls, trusting the roots a
+//! `Connector::Rustls` in
+//! [`ClientOptions::tls`] names, or those of a root feature. Without it,
+//! connect a TLS stream yourself and hand it to [`client_async`].
+//!
+//! ```no_run
+//! # #[cfg(feature = "rustls-tls-webpki-roots")]
+//! # fn main() -> async_lockgate::Result<()> {
+//! use async_lockgate::{Message, connect_async};
+//!
+//! smol::block_on(async {
+//!     let (mut ws, _response) = connect_async("wss://echo.example/").await?;
+//!     assert!(ws.get_ref().is_tls());
+//!     ws.send(Message::text("hello")).await?;
+//!     println!("{}", ws.read().await?);
+//!     ws.close(None).await
+//! })
+//! # }
+//! # #[cfg(not(feature = "rustls-tls-webpki-roots"))]
+//! # fn main() {}
+//! ```
 //!
 //! # Cargo features
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `futures-io` | yes | the driver for `futures-io` streams ([`FuturesIo`], [`accept_async`], [`client_async`], [`connect_async`], [`WebSocketStream`]) |
+//! | `rustls` | | `wss://` and `https://` proxies in [`connect_async`] through futures-rustls; bring your roots in [`ClientOptions::tls`] |
+//! | `rustls-tls-webpki-roots` | | `rustls`, trusting the Mozilla roots compiled in |
+//! | `rustls-tls-native-roots` | | `rustls`, trusting the operating system's roots |
 //! | `tracing` | | lockgate's span per connection (`lockgate/tracing`), with the peer's address from `connect_async` |
 
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -6,7 +6,8 @@
 //! over real sockets on smol, the opening handshake's refusals and
 //! deadlines, the deadlines of an upgraded connection and its FIN, rate
 //! limits, and dialling through every kind of proxy (`connect_async`; the
-//! `wss://` and `https://` proxy cases sit out: no TLS is built in).
+//! `wss://` and `https://` proxy cases run with `--features rustls`, and
+//! sit out without it).
 
 use std::net::TcpStream as StdTcpStream;
 use std::time::Duration;
@@ -18,7 +19,6 @@ use async_lockgate::{
 use futures_util::FutureExt;
 use lockgate_kit::conformance::dial::Dialer;
 use lockgate_kit::conformance::{Dialed, Session, Sockets};
-use lockgate_kit::proxies::TestCa;
 use smol::net::TcpStream;
 
 /// The most any one dial, handshake or exchange may take.
@@ -86,19 +86,17 @@ impl Session for SmolSession {
     }
 }
 
-/// No TLS built in: the `wss://` and `https://` proxy cases sit out.
+/// The `wss://` and `https://` proxy cases run with the `rustls` feature.
 impl Dialer for SmolSockets {
-    const TLS: bool = false;
-
-    fn trusting(options: ClientOptions, _: &TestCa) -> ClientOptions {
-        options
-    }
+    lockgate_kit::rustls_dialer_items!();
 }
 
 lockgate_kit::handshake_suite!(SmolSockets);
 lockgate_kit::dial_suite!(SmolSockets);
 
-/// `wss://` says TLS is not built in, before any connection is made.
+/// Without the `rustls` feature, `wss://` says TLS is not built in, before
+/// any connection is made.
+#[cfg(not(feature = "rustls"))]
 #[test]
 fn wss_says_tls_is_not_built_in() {
     let error = smol::block_on(async_lockgate::connect_async("wss://127.0.0.1:1/")).unwrap_err();

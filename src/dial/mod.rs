@@ -29,7 +29,7 @@ pub use tls::native_tls;
 pub use tls::{Connector, client_tls, client_tls_with_config};
 #[cfg(feature = "rustls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
-pub use tls::{client_config, rustls, server_name};
+pub use tls::{client_config, rustls, rustls_io_error, server_name};
 pub use tunnel::Tunnel;
 
 pub(crate) use tls::finish_handshake;

@@ -99,6 +99,18 @@ impl std::fmt::Debug for Connector {
 }
 
 impl Connector {
+    /// The error of a driver asked to secure a stream (a `wss://` URL, an
+    /// `https://` proxy) with [`Connector::Plain`], which cannot: every
+    /// driver reports this same [`Error::Url`].
+    pub fn plain_cannot_secure() -> Error {
+        UrlError::Invalid(
+            "a wss:// URL with Connector::Plain: use a ws:// URL for a plain connection, \
+             or a TLS connector"
+                .to_owned(),
+        )
+        .into()
+    }
+
     /// The connector `wss://` uses when none is given: native-tls's
     /// default when the `native-tls` feature is on, else rustls trusting
     /// the roots of the `rustls-tls-webpki-roots` and
@@ -175,12 +187,7 @@ impl Connector {
     fn start<T: Read + Write + 'static>(self, stream: T, host: &str) -> Result<Session<T>> {
         let _ = (&stream, host);
         match self {
-            Connector::Plain => Err(UrlError::Invalid(
-                "a wss:// URL with Connector::Plain: use a ws:// URL for a plain connection, \
-                 or a TLS connector"
-                    .to_owned(),
-            )
-            .into()),
+            Connector::Plain => Err(Connector::plain_cannot_secure()),
             #[cfg(feature = "native-tls")]
             Connector::NativeTls(connector) => {
                 let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -446,16 +453,35 @@ fn tls_io_error(error: std::io::Error) -> Error {
     if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
         return Error::Timeout(crate::error::TimeoutKind::Handshake);
     }
-    #[cfg(feature = "rustls")]
-    if error
-        .get_ref()
-        .is_some_and(|inner| inner.is::<rustls::Error>())
-    {
-        let inner = error.into_inner().expect("checked above");
-        let tls = inner.downcast::<rustls::Error>().expect("checked above");
-        return Error::Tls(TlsError::from(*tls));
-    }
+    tls_failure(error)
+}
+
+#[cfg(feature = "rustls")]
+use rustls_io_error as tls_failure;
+
+/// Without rustls, no I/O error carries a TLS failure.
+#[cfg(not(feature = "rustls"))]
+fn tls_failure(error: std::io::Error) -> Error {
     error.into()
+}
+
+/// What an I/O error of a rustls stream means: the TLS failure inside it
+/// (a certificate the roots do not trust, a name that does not match, an
+/// alert) as [`Error::Tls`], anything else as [`Error::Io`]. rustls's
+/// stream adapters, blocking and async alike, wrap their handshake's
+/// failure in an `io::Error`; the async drivers map it with this.
+#[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub fn rustls_io_error(error: std::io::Error) -> Error {
+    let is_tls = error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<rustls::Error>());
+    if !is_tls {
+        return error.into();
+    }
+    let inner = error.into_inner().expect("checked above");
+    let tls = inner.downcast::<rustls::Error>().expect("checked above");
+    Error::Tls(TlsError::from(*tls))
 }
 
 #[cfg(all(test, feature = "rustls"))]

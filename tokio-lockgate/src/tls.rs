@@ -316,12 +316,7 @@ async fn start<T: AsyncRead + AsyncWrite + Unpin>(
 ) -> Result<Session<T>> {
     let _ = (&stream, host);
     match connector {
-        Connector::Plain => Err(lockgate::error::UrlError::Invalid(
-            "a wss:// URL with Connector::Plain: use a ws:// URL for a plain connection, \
-             or a TLS connector"
-                .to_owned(),
-        )
-        .into()),
+        Connector::Plain => Err(Connector::plain_cannot_secure()),
         #[cfg(feature = "native-tls")]
         Connector::NativeTls(connector) => {
             let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -337,7 +332,7 @@ async fn start<T: AsyncRead + AsyncWrite + Unpin>(
             let stream = tokio_rustls::TlsConnector::from(config)
                 .connect(name, stream)
                 .await
-                .map_err(rustls_error)?;
+                .map_err(lockgate::dial::rustls_io_error)?;
             Ok(Session::Rustls(Box::new(stream)))
         }
         // Connector is non-exhaustive: a TLS library this build does not
@@ -345,23 +340,6 @@ async fn start<T: AsyncRead + AsyncWrite + Unpin>(
         #[allow(unreachable_patterns, reason = "variants of features that are off")]
         _ => Err(lockgate::error::UrlError::TlsFeatureNotEnabled.into()),
     }
-}
-
-/// A failed rustls handshake: the TLS error as
-/// [`Error::Tls`](lockgate::Error::Tls), anything else as I/O.
-#[cfg(feature = "rustls")]
-fn rustls_error(error: io::Error) -> lockgate::Error {
-    let is_tls = error
-        .get_ref()
-        .is_some_and(|inner| inner.is::<lockgate::dial::rustls::Error>());
-    if !is_tls {
-        return error.into();
-    }
-    let inner = error.into_inner().expect("checked above");
-    let tls = inner
-        .downcast::<lockgate::dial::rustls::Error>()
-        .expect("checked above");
-    lockgate::Error::Tls((*tls).into())
 }
 
 #[cfg(test)]

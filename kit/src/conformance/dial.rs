@@ -326,6 +326,35 @@ pub fn a_tls_server_sees_close_notify_then_eof_after_the_closing_handshake<D: Di
     assert_eq!(verdict, Ok(3));
 }
 
+/// A `wss://` server whose certificate does not verify (issued by a CA the
+/// client does not trust, or for another name) fails the dial with
+/// [`Error::Tls`], and no WebSocket handshake reaches it.
+pub fn a_certificate_that_does_not_verify_fails_the_dial_with_a_tls_error<D: Dialer>() {
+    if !D::TLS {
+        return;
+    }
+    let trusted = TestCa::new();
+    let stranger = TestCa::new();
+    let cases = [
+        (
+            "issued by a CA the client does not trust",
+            EchoServer::tls(&stranger.issue(&["localhost"])),
+        ),
+        (
+            "issued for another name",
+            EchoServer::tls(&trusted.issue(&["elsewhere.invalid"])),
+        ),
+    ];
+    for (what, server) in cases {
+        let url = server.url("wss", "localhost");
+        match dial_error::<D>(&url, options::<D>(&trusted)) {
+            Error::Tls(_) => {}
+            other => panic!("{what} ({url}): expected Error::Tls, got {other:?}"),
+        }
+        assert_eq!(server.served(), 0, "{what}: a handshake got through");
+    }
+}
+
 /// A proxy that refuses the TCP connection is named, with the target, in
 /// the error.
 pub fn an_absent_proxy_is_named_in_the_error<D: Dialer>() {
@@ -388,6 +417,7 @@ macro_rules! dial_suite {
         $crate::__kit_cases!($dialer;
             dial::echo_through_an_http_proxy,
             dial::echo_through_an_https_proxy,
+            dial::a_certificate_that_does_not_verify_fails_the_dial_with_a_tls_error,
             dial::echo_through_a_socks5_proxy_the_client_resolving,
             dial::echo_through_a_socks5h_proxy_the_proxy_resolving,
             dial::basic_auth_set_on_the_proxy_is_sent,
