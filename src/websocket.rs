@@ -299,9 +299,14 @@ impl<S: Read + Write> WebSocket<S> {
     /// - [`Error::Io`], including would-block on non-blocking streams (call
     ///   again; nothing is lost).
     pub fn read(&mut self) -> Result<Message> {
-        match self.drive(Operation::Read)? {
-            Some(msg) => Ok(msg),
-            None => unreachable!("a read ends with a message or an error"),
+        // A buffered message (the usual case) is moved straight into the
+        // result, not through the `Option` of `drive`.
+        match self.context.poll(Operation::Read)? {
+            Next::Message(msg) => Ok(msg),
+            next => match self.drive_from(Operation::Read, next)? {
+                Some(msg) => Ok(msg),
+                None => unreachable!("a read ends with a message or an error"),
+            },
         }
     }
 

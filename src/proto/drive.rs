@@ -156,6 +156,7 @@ impl WebSocketContext {
         }
     }
 
+    #[inline]
     fn poll_read(&mut self) -> Result<Next> {
         // Only the poll right after a blocked write skips the output.
         let may_output = !std::mem::take(&mut self.output_blocked);
