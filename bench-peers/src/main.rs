@@ -398,10 +398,9 @@ fn write_rows(p: &Plan) -> Vec<Row> {
             "calls",
             Better::Lower,
         );
-        let with_floor: Vec<Lib> = Lib::LIBS.into_iter().chain([Lib::Raw]).collect();
         interleave(
             &format!("write ({role})"),
-            &with_floor,
+            &Lib::WITH_FLOOR,
             p.reps_mem,
             |lib, rep| {
                 let r = write_once(lib, &texts, server, &mut buf);
@@ -432,10 +431,9 @@ fn read_rows(p: &Plan) -> Vec<Row> {
     // yawc does not validate UTF-8 by default: it would skip work every
     // other library does here.
     s.not_run(Lib::Yawc, NO_UTF8);
-    let validating: Vec<Lib> = Lib::LIBS
+    let validating: Vec<Lib> = Lib::WITH_FLOOR
         .into_iter()
         .filter(|&l| l != Lib::Yawc)
-        .chain([Lib::Raw])
         .collect();
     interleave("read small", &validating, p.reps_mem, |lib, rep| {
         let d = read_once(lib, &small, rep.is_none());
@@ -449,8 +447,7 @@ fn read_rows(p: &Plan) -> Vec<Row> {
         "GB/s",
         Better::Higher,
     );
-    let with_floor: Vec<Lib> = Lib::LIBS.into_iter().chain([Lib::Raw]).collect();
-    interleave("read 1 MiB", &with_floor, p.reps_mem, |lib, rep| {
+    interleave("read 1 MiB", &Lib::WITH_FLOOR, p.reps_mem, |lib, rep| {
         let d = read_once(lib, &big, rep.is_none());
         if rep.is_some() {
             b.push(lib, big.payload_bytes as f64 / d.as_secs_f64() / 1e9);
@@ -462,8 +459,6 @@ fn read_rows(p: &Plan) -> Vec<Row> {
 fn tcp_rows(p: &Plan) -> Vec<Row> {
     let d = tcp::TcpData::new(p.tcp);
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let mut libs = Lib::LIBS.to_vec();
-    libs.push(Lib::Raw);
     let s = p.tcp;
     let mut rows = Vec::new();
     for job in tcp::Job::ALL {
@@ -524,7 +519,7 @@ fn tcp_rows(p: &Plan) -> Vec<Row> {
             "calls/msg",
             Better::Lower,
         );
-        interleave(&name, &libs, p.reps_tcp, |lib, rep| {
+        interleave(&name, &Lib::WITH_FLOOR, p.reps_tcp, |lib, rep| {
             let run = tcp_once(lib, job, &d, &listener);
             if rep.is_none() {
                 return;

@@ -40,6 +40,20 @@ impl Lib {
         Lib::Yawc,
     ];
 
+    /// The libraries and then the raw-TCP / floor column: what a row with
+    /// a floor runs.
+    pub(crate) const WITH_FLOOR: [Lib; 9] = [
+        Lib::Lockgate,
+        Lib::TokioLockgate,
+        Lib::Tungstenite,
+        Lib::TokioTungstenite,
+        Lib::Fastwebsockets,
+        Lib::TokioWebsockets,
+        Lib::SockudoWs,
+        Lib::Yawc,
+        Lib::Raw,
+    ];
+
     /// Column heading / name in messages.
     pub(crate) fn name(self) -> &'static str {
         match self {
