@@ -5,15 +5,17 @@
 //! The functions have tungstenite's names and signatures (this module is
 //! tungstenite's `client`); the settings are [`ClientOptions`].
 
-use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Instant;
 
-use http::header::{HOST, HeaderName, LOCATION, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL};
+use http::header::{HeaderName, SEC_WEBSOCKET_PROTOCOL};
 use http::{HeaderValue, Request, Uri};
 
-use crate::dial::{Connector, DialStep};
-use crate::error::{Error, Result, TimeoutKind, UrlError};
+use crate::dial::Dial;
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::{Result, UrlError};
 use crate::handshake::client::{ClientUpgrade, Response};
 use crate::handshake::{
     ClientOptions, HandshakeDriver, HandshakeError, HandshakeMachine, HandshakeRole, MidHandshake,
@@ -21,7 +23,6 @@ use crate::handshake::{
 };
 use crate::mid_handshake::{Driven, sealed};
 use crate::protocol::WebSocketConfig;
-use crate::std_stream;
 use crate::stream::{MaybeTlsStream, Mode};
 use crate::websocket::WebSocket;
 
@@ -294,170 +295,19 @@ impl ClientOptions {
     /// Dials `request`'s URL and performs the handshake: TCP (with
     /// `TCP_NODELAY`), the proxy's tunnel if one is set, TLS for `wss://`
     /// (the [`tls`](Self::tls) connector, or the default), then the
-    /// handshake, all within the config's handshake deadline; a redirect
-    /// (`3xx` with `Location`) starts over at its target, up to
-    /// [`max_redirects`](Self::max_redirects) times.
+    /// handshake; a redirect (`3xx` with `Location`) starts over at its
+    /// target, up to [`max_redirects`](Self::max_redirects) times. One
+    /// deadline, the config's handshake timeout, bounds all of it, every
+    /// redirect included (the [`Dial`](crate::dial::Dial) sequence).
     ///
     /// # Errors
     ///
     /// As for [`connect`]; [`Error::Timeout`] when the deadline passes,
-    /// during the connection or TLS too.
+    /// during the connection, the proxy's exchange or TLS too.
     pub fn connect<R: IntoClientRequest>(
         self,
         request: R,
     ) -> Result<(WebSocket<MaybeTlsStream<TcpStream>>, Response)> {
-        let mut request = request.into_client_request()?;
-        let mut redirects_left = self.get_max_redirects();
-        loop {
-            let retry = redirects_left
-                .checked_sub(1)
-                .map(|_| same_request(&request));
-            match self.clone().connect_once(request) {
-                Err(Error::Http(response)) if response.status().is_redirection() => {
-                    let (Some(next), Some(location)) = (retry, response.headers().get(LOCATION))
-                    else {
-                        return Err(Error::Http(response));
-                    };
-                    request = redirected(next, location)?;
-                    redirects_left -= 1;
-                }
-                other => return other,
-            }
-        }
+        crate::blocking_dial::connect(Dial::new(request, self, Instant::now())?)
     }
-
-    /// One dial, without redirects: the route's steps, each bounded by
-    /// the handshake's deadline (TCP connect by its timeout, TLS by the
-    /// socket's read and write timeouts, the tunnel and the handshake by
-    /// their exchange's deadline).
-    fn connect_once(
-        self,
-        request: Request<()>,
-    ) -> Result<(WebSocket<MaybeTlsStream<TcpStream>>, Response)> {
-        let route = self.route(request.uri())?;
-        let steps = route.steps();
-        // Known before any connection is made: whether TLS can be had.
-        let needs_tls = steps
-            .iter()
-            .any(|step| matches!(step, DialStep::Tls { .. }));
-        let connector = match (self.get_connector(), needs_tls) {
-            (_, false) => None,
-            (Some(connector), true) => Some(connector.clone()),
-            (None, true) => Some(Connector::for_wss()?),
-        };
-        let mut handshake = self.handshake(request, Instant::now())?;
-        let deadline = handshake.deadline();
-        let left = || deadline.map(|deadline| std_stream::until(deadline, Instant::now()));
-        let mut stream = None;
-        let mut resolved = None;
-        for step in steps {
-            match step {
-                DialStep::Connect { host, port } => {
-                    let tcp = match connect_tcp(host, port, deadline) {
-                        Err(Error::Io(error)) => return Err(route.connect_error(error)),
-                        other => other?,
-                    };
-                    tcp.set_nodelay(true)?;
-                    // Reads are bounded by the exchanges' loop; writes
-                    // (and TLS's reads) by this.
-                    tcp.set_write_timeout(left())?;
-                    stream = Some(MaybeTlsStream::Plain(tcp));
-                }
-                DialStep::Tls { host } => {
-                    let connector = connector.clone().expect("chosen above for every Tls step");
-                    let transport = stream.take().expect("Connect comes first");
-                    transport.get_ref().set_read_timeout(left())?;
-                    let mut secured = connector.secure(transport, host)?;
-                    crate::dial::finish_handshake(&mut secured)?;
-                    secured.get_ref().set_read_timeout(None)?;
-                    stream = Some(secured);
-                }
-                DialStep::Resolve { host, port } => {
-                    let address = (host, port)
-                        .to_socket_addrs()
-                        .and_then(|mut addresses| {
-                            addresses.next().ok_or_else(|| {
-                                io::Error::new(io::ErrorKind::NotFound, "no address")
-                            })
-                        })
-                        .map_err(|error| route.resolve_error(error))?;
-                    resolved = Some(address.ip());
-                }
-                DialStep::Tunnel => {
-                    let mut tunnel = route.tunnel(resolved, deadline).expect("a proxy's step");
-                    let mut machine =
-                        HandshakeMachine::new(stream.take().expect("Connect comes first"));
-                    machine.run_blocking(&mut tunnel)?;
-                    stream = Some(machine.into_inner());
-                }
-                DialStep::Handshake => break,
-            }
-        }
-        let mut machine = HandshakeMachine::new(stream.expect("Connect comes first"));
-        let opened = machine.run_blocking(&mut handshake);
-        machine.get_ref().get_ref().set_write_timeout(None)?;
-        let Opened {
-            context, response, ..
-        } = *opened?;
-        Ok((
-            WebSocket::from_opened(machine, context),
-            response.map(|()| None),
-        ))
-    }
-}
-
-/// A copy of `request` (method, URI, version, headers) to send again.
-fn same_request(request: &Request<()>) -> Request<()> {
-    let mut copy = Request::new(());
-    *copy.method_mut() = request.method().clone();
-    *copy.uri_mut() = request.uri().clone();
-    *copy.version_mut() = request.version();
-    *copy.headers_mut() = request.headers().clone();
-    copy
-}
-
-/// `request` sent to `location` instead (relative to its URL): the `Host`
-/// header and key are made anew for it.
-fn redirected(mut request: Request<()>, location: &HeaderValue) -> Result<Request<()>> {
-    let location = location
-        .to_str()
-        .map_err(|_| UrlError::Invalid("the redirect's Location is not text".to_owned()))?;
-    let target: Uri = location.parse()?;
-    let target = if target.scheme().is_some() {
-        target
-    } else {
-        let base = request.uri();
-        let mut parts = base.clone().into_parts();
-        parts.path_and_query = target.path_and_query().cloned();
-        Uri::from_parts(parts).map_err(http::Error::from)?
-    };
-    *request.uri_mut() = target;
-    request.headers_mut().remove(HOST);
-    request.headers_mut().remove(SEC_WEBSOCKET_KEY);
-    Ok(request)
-}
-
-/// Connects to the first address of `host` that answers, each attempt
-/// bounded by what is left of `deadline`.
-fn connect_tcp(host: &str, port: u16, deadline: Option<Instant>) -> Result<TcpStream> {
-    let mut last_error = None;
-    for addr in (host, port).to_socket_addrs()? {
-        let attempt = match deadline {
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if left > Duration::ZERO => TcpStream::connect_timeout(&addr, left),
-                _ => return Err(Error::Timeout(TimeoutKind::Handshake)),
-            },
-            None => TcpStream::connect(addr),
-        };
-        match attempt {
-            Ok(stream) => return Ok(stream),
-            Err(_) if deadline.is_some_and(|deadline| Instant::now() >= deadline) => {
-                return Err(Error::Timeout(TimeoutKind::Handshake));
-            }
-            Err(e) => last_error = Some(e.into()),
-        }
-    }
-    Err(last_error.unwrap_or_else(|| {
-        io::Error::new(io::ErrorKind::NotFound, "host resolved to no address").into()
-    }))
 }

@@ -138,6 +138,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod blocking_dial;
 pub mod client;
 mod codec;
 mod config;

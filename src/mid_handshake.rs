@@ -297,26 +297,6 @@ impl<S: Read + Write> HandshakeMachine<S> {
         self.flush_owed = false;
         Ok(())
     }
-
-    /// Runs `exchange` to its end on a blocking stream.
-    ///
-    /// # Errors
-    ///
-    /// The exchange's own, and an [`io::ErrorKind::WouldBlock`] error if
-    /// the stream turns out not to block.
-    pub(crate) fn run_blocking<E, T>(&mut self, exchange: &mut E) -> Result<T>
-    where
-        E: Exchange<Outcome = Result<T>>,
-    {
-        self.run(exchange).unwrap_or_else(|| {
-            Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                "the stream would block: use a blocking stream, or the handshake's \
-                 MidHandshake to resume",
-            )
-            .into())
-        })
-    }
 }
 
 impl<S: fmt::Debug> fmt::Debug for HandshakeMachine<S> {

@@ -9,7 +9,7 @@
 use std::net::TcpStream;
 use std::time::Instant;
 
-use lockgate::handshake::Proxy;
+use lockgate::handshake::{IntoClientRequest, Proxy};
 use lockgate::{ClientOptions, CloseFrame, Error, Message, Result, ServerOptions, WebSocket};
 use lockgate_kit::conformance::dial::{self, Dialer};
 use lockgate_kit::conformance::{Blocking, Dialed, Session, Sockets, echo_messages};
@@ -25,8 +25,12 @@ lockgate_kit::conformance_suite!(Blocking);
 struct BlockingSockets;
 
 impl Sockets for BlockingSockets {
-    fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed> {
-        let (mut ws, response) = options.connect(url)?;
+    fn dial_and_echo(
+        request: impl IntoClientRequest,
+        options: ClientOptions,
+        what: &str,
+    ) -> Result<Dialed> {
+        let (mut ws, response) = options.connect(request)?;
         assert_eq!(response.status(), 101, "{what}");
         let peer_port = ws.get_ref().get_ref().peer_addr().unwrap().port();
         let tls = ws.get_ref().is_tls();

@@ -141,7 +141,9 @@ where
 /// Connects to a `ws://` URL over smol's TCP (with `TCP_NODELAY`), or to
 /// a `wss://` URL over TLS with the `rustls` feature, and performs the
 /// handshake with the default [`Config`](lockgate::Config), within its
-/// 30 s handshake deadline.
+/// 30 s handshake deadline. Like async-tungstenite's, it follows no
+/// redirect (a `3xx` is [`Error::Http`](lockgate::Error::Http));
+/// [`connect_async_with`] follows [`ClientOptions::max_redirects`].
 ///
 /// `wss://` without a [`ClientOptions::tls`] connector trusts the roots
 /// of the `rustls-tls-webpki-roots` or `rustls-tls-native-roots` feature
@@ -157,7 +159,7 @@ pub async fn connect_async<R>(request: R) -> Result<(WebSocketStream<MaybeTlsStr
 where
     R: IntoClientRequest,
 {
-    connect_async_with(request, ClientOptions::new()).await
+    connect_async_with(request, ClientOptions::new().max_redirects(0)).await
 }
 
 /// [`connect_async`] with a configuration (`None`: the defaults).
@@ -172,7 +174,8 @@ pub async fn connect_async_with_config<R>(
 where
     R: IntoClientRequest,
 {
-    connect_async_with(request, ClientOptions::new().config(config.into())).await
+    let options = ClientOptions::new().config(config.into()).max_redirects(0);
+    connect_async_with(request, options).await
 }
 
 /// Connects to `request`'s URL with `options`: TCP, the proxy's tunnel if

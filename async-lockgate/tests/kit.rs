@@ -17,6 +17,7 @@ use async_lockgate::{
     accept_async_with, connect_async_with,
 };
 use futures_util::FutureExt;
+use lockgate::handshake::IntoClientRequest;
 use lockgate_kit::conformance::dial::Dialer;
 use lockgate_kit::conformance::{Dialed, Session, Sockets};
 use smol::net::TcpStream;
@@ -42,9 +43,13 @@ async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
 struct SmolSockets;
 
 impl Sockets for SmolSockets {
-    fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed> {
+    fn dial_and_echo(
+        request: impl IntoClientRequest,
+        options: ClientOptions,
+        what: &str,
+    ) -> Result<Dialed> {
         smol::block_on(async {
-            let (mut ws, response) = bounded(what, connect_async_with(url, options)).await?;
+            let (mut ws, response) = bounded(what, connect_async_with(request, options)).await?;
             assert_eq!(response.status(), 101, "{what}");
             let peer_port = ws.get_ref().get_ref().peer_addr()?.port();
             let tls = ws.get_ref().is_tls();

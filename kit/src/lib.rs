@@ -36,6 +36,8 @@ pub mod properties;
 #[cfg(feature = "tls")]
 pub mod proxies;
 mod raw_peer;
+#[cfg(feature = "tls")]
+pub mod stalling;
 
 #[cfg(any(feature = "tokio", feature = "futures-io"))]
 pub use async_mock::{

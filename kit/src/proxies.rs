@@ -542,20 +542,20 @@ impl Default for TestCa {
 }
 
 /// What a server here does with each accepted connection.
-type Serve = Arc<dyn Fn(TcpStream) + Send + Sync>;
+pub(crate) type Serve = Arc<dyn Fn(TcpStream) + Send + Sync>;
 
 /// Accept loops on 127.0.0.1 (and on [::1] with the same port where the
 /// machine has it, so that `localhost` reaches it whichever address a
 /// resolver picks), each connection handed to its own thread; stopped and
 /// joined when dropped.
-struct Acceptor {
+pub(crate) struct Acceptor {
     port: u16,
     stop: Arc<AtomicBool>,
     loops: Vec<(SocketAddr, JoinHandle<()>)>,
 }
 
 impl Acceptor {
-    fn start(serve: Serve) -> Acceptor {
+    pub(crate) fn start(serve: Serve) -> Acceptor {
         let v4 = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = v4.local_addr().unwrap().port();
         let v6 = TcpListener::bind((Ipv6Addr::LOCALHOST, port)).ok();
@@ -580,6 +580,11 @@ impl Acceptor {
             })
             .collect();
         Acceptor { port, stop, loops }
+    }
+
+    /// The port, on 127.0.0.1 (and `[::1]` where there is one).
+    pub(crate) fn port(&self) -> u16 {
+        self.port
     }
 }
 

@@ -3,18 +3,21 @@
 //! from the environment), the exchange that opens its tunnel ([`Tunnel`]:
 //! HTTP CONNECT or SOCKS5, sans-IO), and TLS ([`Connector`]).
 //!
-//! The sequence is decided once, here, for every driver:
-//! [`Route::steps`] lists what to do (connect, TLS to an `https://` proxy,
-//! resolve for `socks5://`, the tunnel, TLS to the server, the handshake)
-//! and the blocking `connect` and tokio-lockgate's `connect_async*` each do
+//! The sequence is decided once, here, for every driver: a [`Dial`] lists
+//! what to do for each attempt ([`Route::steps`]: connect, TLS to an
+//! `https://` proxy, resolve for `socks5://`, the tunnel, TLS to the
+//! server, the handshake) and which redirect to follow after it, and the
+//! blocking `connect` and the async drivers' `connect_async*` each do
 //! those steps with their own I/O, all under one deadline,
-//! [`Config::handshake_timeout`](crate::Config::handshake_timeout). The
+//! [`Config::handshake_timeout`](crate::Config::handshake_timeout), that
+//! spans every step of every attempt. The
 //! exchanges are run by the same loop as the opening handshake (they are
 //! [`Exchange`](crate::handshake::Exchange)s).
 
 mod http_connect;
 mod proxy;
 mod route;
+mod sequence;
 mod socks5;
 mod tls;
 mod tunnel;
@@ -22,6 +25,7 @@ mod tunnel;
 pub use http_connect::{ProxyRefusal, ProxyTunnel};
 pub use proxy::{Proxy, ProxyScheme};
 pub use route::{DialStep, Route};
+pub use sequence::Dial;
 pub use socks5::{Socks5Reason, Socks5Refusal, Socks5Target, Socks5Tunnel};
 #[cfg(feature = "native-tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "native-tls")))]
@@ -31,5 +35,3 @@ pub use tls::{Connector, client_tls, client_tls_with_config};
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use tls::{client_config, rustls, rustls_io_error, server_name};
 pub use tunnel::Tunnel;
-
-pub(crate) use tls::finish_handshake;

@@ -159,55 +159,88 @@ impl Connector {
         if mode == Mode::Plain {
             return Ok(MaybeTlsStream::Plain(stream));
         }
-        self.start(stream, host).map(Session::into_stream)
+        self.start(stream, host, None).map(Session::into_stream)
     }
 
     /// Secures a connection to `host` with TLS, over TLS if it already is
-    /// (the server's session inside an `https://` proxy's).
+    /// (the server's session inside an `https://` proxy's), and completes
+    /// the TLS handshake on a non-blocking transport, calling `wait` each
+    /// time it would block (`wait` fails the handshake with its error,
+    /// when the deadline has passed).
     ///
     /// # Errors
     ///
-    /// As for [`wrap_stream`](Self::wrap_stream).
+    /// As for [`wrap_stream`](Self::wrap_stream); [`Error::Tls`] for a
+    /// handshake that failed; `wait`'s.
     pub(crate) fn secure<S>(
         self,
         stream: MaybeTlsStream<S>,
         host: &str,
+        wait: &mut dyn FnMut() -> Result<()>,
     ) -> Result<MaybeTlsStream<S>>
     where
         S: Read + Write + Send + Sync + 'static,
     {
-        let stream = match stream {
-            MaybeTlsStream::Plain(stream) => return self.wrap_stream(stream, host, Mode::Tls),
-            secured => secured,
-        };
-        self.start(stream, host).map(Session::into_tunneled)
+        match stream {
+            MaybeTlsStream::Plain(stream) => Ok(self
+                .start(stream, host, Some(&mut *wait))?
+                .completed(wait)?
+                .into_stream()),
+            secured => Ok(self
+                .start(secured, host, Some(&mut *wait))?
+                .completed(wait)?
+                .into_tunneled()),
+        }
     }
 
     /// A TLS session to `host` over `stream`, by this connector's library.
-    fn start<T: Read + Write + 'static>(self, stream: T, host: &str) -> Result<Session<T>> {
-        let _ = (&stream, host);
+    /// native-tls runs its handshake here: on a stream that would block,
+    /// after each `wait` (without one, a blocked handshake is a timeout if
+    /// the socket has a read timeout, and an error otherwise).
+    fn start<T: Read + Write + 'static>(
+        self,
+        stream: T,
+        host: &str,
+        wait: Option<&mut dyn FnMut() -> Result<()>>,
+    ) -> Result<Session<T>> {
+        let _ = (&stream, host, &wait);
         match self {
             Connector::Plain => Err(Connector::plain_cannot_secure()),
             #[cfg(feature = "native-tls")]
             Connector::NativeTls(connector) => {
                 let host = host.trim_start_matches('[').trim_end_matches(']');
-                match connector.connect(host, stream) {
-                    Ok(stream) => Ok(Session::Native(stream)),
-                    Err(native_tls::HandshakeError::Failure(error)) => {
-                        Err(Error::Tls(error.into()))
+                let mut wait = wait;
+                let mut handshake = connector.connect(host, stream);
+                loop {
+                    match handshake {
+                        Ok(stream) => return Ok(Session::Native(stream)),
+                        Err(native_tls::HandshakeError::Failure(error)) => {
+                            return Err(Error::Tls(error.into()));
+                        }
+                        Err(native_tls::HandshakeError::WouldBlock(mid)) => {
+                            match wait.as_mut() {
+                                Some(wait) => wait()?,
+                                // A read timed out: on a socket whose read
+                                // timeout bounds the dial, the deadline has
+                                // passed.
+                                None if crate::std_stream::read_timeout_of(mid.get_ref())
+                                    .is_some() =>
+                                {
+                                    return Err(Error::Timeout(
+                                        crate::error::TimeoutKind::Handshake,
+                                    ));
+                                }
+                                None => {
+                                    return Err(std::io::Error::new(
+                                        std::io::ErrorKind::WouldBlock,
+                                        "the native-tls handshake needs a blocking stream",
+                                    )
+                                    .into());
+                                }
+                            }
+                            handshake = mid.handshake();
+                        }
                     }
-                    // A read timed out: on a socket whose read timeout
-                    // bounds the dial, the deadline has passed.
-                    Err(native_tls::HandshakeError::WouldBlock(mid))
-                        if crate::std_stream::read_timeout_of(mid.get_ref()).is_some() =>
-                    {
-                        Err(Error::Timeout(crate::error::TimeoutKind::Handshake))
-                    }
-                    Err(native_tls::HandshakeError::WouldBlock(_)) => Err(std::io::Error::new(
-                        std::io::ErrorKind::WouldBlock,
-                        "the native-tls handshake needs a blocking stream",
-                    )
-                    .into()),
                 }
             }
             #[cfg(feature = "rustls")]
@@ -237,6 +270,29 @@ enum Session<T: Read + Write> {
 }
 
 impl<T: Read + Write> Session<T> {
+    /// The session with its handshake over: rustls's, driven here on a
+    /// non-blocking transport, calling `wait` each time it would block
+    /// (native-tls's ended in [`Connector::start`]).
+    fn completed(self, wait: &mut dyn FnMut() -> Result<()>) -> Result<Self> {
+        let _ = &wait;
+        match self {
+            #[cfg(feature = "rustls")]
+            Session::Rustls(mut stream) => {
+                while stream.conn.is_handshaking() {
+                    match stream.conn.complete_io(&mut stream.sock) {
+                        Ok(_) => {}
+                        Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => wait()?,
+                        Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(error) => return Err(rustls_io_error(error)),
+                    }
+                }
+                Ok(Session::Rustls(stream))
+            }
+            #[cfg(any(feature = "native-tls", not(feature = "rustls")))]
+            other => Ok(other),
+        }
+    }
+
     fn into_stream(self) -> MaybeTlsStream<T> {
         match self {
             #[cfg(feature = "native-tls")]
@@ -435,34 +491,6 @@ where
     };
     let stream = connector.wrap_stream(stream, &host, mode)?;
     crate::client::client_with_config(request, stream, config)
-}
-
-/// Completes the TLS handshake of a stream that [`Connector`] made (over a
-/// TCP stream whose read and write timeouts are the time left before the
-/// deadline: a read or write cut short by them means the deadline passed).
-/// rustls runs its handshake on the first I/O, and a flush is I/O that
-/// sends nothing of the application's.
-pub(crate) fn finish_handshake<S: Read + Write>(stream: &mut MaybeTlsStream<S>) -> Result<()> {
-    stream.flush().map_err(tls_io_error)
-}
-
-/// An I/O error of a TLS stream: its TLS failure as [`Error::Tls`], a
-/// timeout as the handshake's.
-fn tls_io_error(error: std::io::Error) -> Error {
-    use std::io::ErrorKind;
-    if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
-        return Error::Timeout(crate::error::TimeoutKind::Handshake);
-    }
-    tls_failure(error)
-}
-
-#[cfg(feature = "rustls")]
-use rustls_io_error as tls_failure;
-
-/// Without rustls, no I/O error carries a TLS failure.
-#[cfg(not(feature = "rustls"))]
-fn tls_failure(error: std::io::Error) -> Error {
-    error.into()
 }
 
 /// What an I/O error of a rustls stream means: the TLS failure inside it

@@ -189,9 +189,14 @@ impl ClientOptions {
         self
     }
 
-    /// How many redirects (`3xx` with `Location`) the blocking `connect`
-    /// follows before it reports the redirect as [`Error::Http`](crate::Error::Http).
-    /// Default: 3.
+    /// How many redirects (`3xx` with `Location`) `connect` (and the async
+    /// drivers' `connect_async_with`) follows before it reports the
+    /// redirect as [`Error::Http`](crate::Error::Http). Default: 3.
+    ///
+    /// Every redirect is dialled within what is left of the one handshake
+    /// deadline, and one to another origin (scheme, host or port) goes
+    /// without the `Authorization`, `Cookie` and `Proxy-Authorization`
+    /// headers: the credentials were for the first server.
     pub fn max_redirects(mut self, max_redirects: u8) -> Self {
         self.max_redirects = max_redirects;
         self

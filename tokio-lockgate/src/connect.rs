@@ -263,7 +263,9 @@ where
 /// Connects to a `ws://` or `wss://` URL and performs the handshake with
 /// the default [`Config`](lockgate::Config): TCP (with `TCP_NODELAY`),
 /// TLS for `wss://` (with a TLS feature), then the handshake, all within
-/// its 30 s handshake deadline.
+/// its 30 s handshake deadline. As tokio-tungstenite's, it follows no
+/// redirect (a `3xx` is [`Error::Http`]); [`connect_async_with`] follows
+/// [`ClientOptions::max_redirects`].
 ///
 /// # Errors
 ///
@@ -308,7 +310,7 @@ pub async fn connect_async<R>(
 where
     R: IntoClientRequest,
 {
-    connect_async_with(request, ClientOptions::new()).await
+    connect_async_tls_with_config(request, None, true, None).await
 }
 
 /// [`connect_async`] with a configuration (`None`: the defaults), and
@@ -343,7 +345,9 @@ pub async fn connect_async_tls_with_config<R>(
 where
     R: IntoClientRequest,
 {
-    let mut options = ClientOptions::new().config(config.into());
+    // tokio-tungstenite's functions follow no redirect: a 3xx is
+    // `Error::Http`. `connect_async_with` follows as many as its options say.
+    let mut options = ClientOptions::new().config(config.into()).max_redirects(0);
     if let Some(connector) = connector {
         options = options.tls(connector);
     }
@@ -354,7 +358,8 @@ where
 /// the proxy's tunnel if one is set ([`ClientOptions::proxy`],
 /// [`ClientOptions::proxy_from_env`]), TLS for `wss://` (the
 /// [`ClientOptions::tls`] connector, or the default), then the handshake,
-/// all within the config's handshake deadline.
+/// following up to [`ClientOptions::max_redirects`] redirects, all within
+/// the config's one handshake deadline.
 ///
 /// # Errors
 ///

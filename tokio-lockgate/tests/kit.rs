@@ -11,6 +11,7 @@ use std::net::TcpStream as StdTcpStream;
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use lockgate::handshake::IntoClientRequest;
 use lockgate_kit::conformance::dial::Dialer;
 use lockgate_kit::conformance::{Dialed, Session, Sockets};
 use tokio::net::TcpStream;
@@ -39,9 +40,13 @@ static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
 struct TokioSockets;
 
 impl Sockets for TokioSockets {
-    fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed> {
+    fn dial_and_echo(
+        request: impl IntoClientRequest,
+        options: ClientOptions,
+        what: &str,
+    ) -> Result<Dialed> {
         RUNTIME.block_on(async {
-            let (mut ws, response) = timeout(LIMIT, connect_async_with(url, options))
+            let (mut ws, response) = timeout(LIMIT, connect_async_with(request, options))
                 .await
                 .unwrap_or_else(|_| panic!("{what}: no outcome within {LIMIT:?}"))?;
             assert_eq!(response.status(), 101, "{what}");

@@ -6,7 +6,7 @@
 use std::io;
 use std::time::Instant;
 
-use lockgate::dial::{DialStep, Route};
+use lockgate::dial::{Dial, DialStep, Route};
 use lockgate::handshake::IntoClientRequest;
 use lockgate::handshake::client::Response;
 use lockgate::{ClientOptions, Connector, Error, Result, TimeoutKind};
@@ -19,7 +19,10 @@ use crate::runtime::Connect;
 /// `TCP_NODELAY` set to `nodelay`), the proxy's tunnel if one is set
 /// ([`ClientOptions::proxy`], [`ClientOptions::proxy_from_env`]), TLS for
 /// `wss://` (the [`ClientOptions::tls`] connector, or the default), then
-/// the handshake, all within the config's handshake deadline.
+/// the handshake; a redirect (`3xx` with `Location`) starts over at its
+/// target, up to [`ClientOptions::max_redirects`] times. One deadline, the
+/// config's handshake timeout, bounds all of it, every redirect included
+/// (lockgate's [`Dial`] sequence).
 ///
 /// # Errors
 ///
@@ -39,24 +42,32 @@ where
     R: Connect,
     Q: IntoClientRequest,
 {
-    let request = request.into_client_request()?;
-    let route = options.route(request.uri())?;
-    let steps = route.steps();
-    // Known before any connection is made: whether TLS can be had.
-    let needs_tls = steps
-        .iter()
-        .any(|step| matches!(step, DialStep::Tls { .. }));
-    let connector = match (options.get_connector(), needs_tls) {
-        (_, false) => None,
-        (Some(connector), true) => Some(connector.clone()),
-        (None, true) => Some(Connector::for_wss()?),
-    };
-    let handshake = options.handshake(request, R::now())?;
-    let deadline = handshake.deadline();
-    let mut stream = open::<R>(&route, &steps, connector.as_ref(), nodelay, deadline).await?;
+    let mut dial = Dial::new(request, options, R::now())?;
+    loop {
+        match attempt::<R>(&dial, nodelay).await {
+            Err(error) => dial.follow(error)?,
+            opened => return opened,
+        }
+    }
+}
+
+/// One attempt of `dial`: the route's steps, then the opening handshake.
+async fn attempt<R: Connect>(
+    dial: &Dial,
+    nodelay: bool,
+) -> Result<(WebSocketStream<R::Stream, R>, Response)> {
+    let steps = dial.steps();
+    let mut stream = open::<R>(
+        dial.route(),
+        &steps,
+        dial.connector(),
+        nodelay,
+        dial.deadline(),
+    )
+    .await?;
     // On the heap too: a task that connects keeps its future's size for
     // the life of the connection it then serves.
-    let opened = Box::pin(exchange::<R, _, _>(&mut stream, handshake)).await?;
+    let opened = Box::pin(exchange::<R, _, _>(&mut stream, dial.handshake()?)).await?;
     // The TCP peer (the proxy, through one) in the connection's span.
     #[cfg(feature = "tracing")]
     let opened = {

@@ -40,6 +40,7 @@ use std::any::Any;
 use std::io;
 use std::net::TcpStream;
 
+use lockgate::handshake::IntoClientRequest;
 use lockgate::{
     ClientOptions, CloseFrame, Config, Error, Message, Result, Role, ServerOptions, WebSocket,
 };
@@ -98,12 +99,17 @@ pub trait Driver {
 /// A driver over real sockets: its client and server entry points, as
 /// the handshake and dial cases use them.
 pub trait Sockets {
-    /// Dials `url` with `options`, bounded in time (a dial that neither
-    /// connects nor fails within 20 s panics). Connected: checks the
-    /// response is 101, sends three messages and reads them back (panics,
-    /// naming `what`, if they do not come back), completes the closing
-    /// handshake, and hands the connection over still open.
-    fn dial_and_echo(url: &str, options: ClientOptions, what: &str) -> Result<Dialed>;
+    /// Dials `request` (a URL, or a request with headers of its own) with
+    /// `options`, bounded in time (a dial that neither connects nor fails
+    /// within 20 s panics). Connected: checks the response is 101, sends
+    /// three messages and reads them back (panics, naming `what`, if they
+    /// do not come back), completes the closing handshake, and hands the
+    /// connection over still open.
+    fn dial_and_echo(
+        request: impl IntoClientRequest,
+        options: ClientOptions,
+        what: &str,
+    ) -> Result<Dialed>;
 
     /// Runs the server's opening handshake on `tcp` with `options`, bounded
     /// in time: the upgraded connection.

@@ -1,0 +1,216 @@
+//! The blocking driver's dial: a [`Dial`]'s steps over `std::net`, every
+//! wait bounded by what is left of the dial's one deadline.
+//!
+//! A read timeout bounds one read, not the several a TLS library makes to
+//! assemble a record, so a peer sending one byte at a time could hold a
+//! blocking TLS handshake long past any timeout set on the socket. Here
+//! the socket is non-blocking for the whole dial: the TLS libraries and
+//! the exchanges return as soon as they would block, and this driver
+//! waits for input itself, never past the deadline.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::dial::{Dial, DialStep};
+use crate::error::{Error, Result, TimeoutKind};
+use crate::handshake::client::Response;
+use crate::handshake::{Exchange, HandshakeMachine, Opened};
+use crate::stream::MaybeTlsStream;
+use crate::websocket::WebSocket;
+
+/// The longest a wait for input lasts before the step that would block is
+/// tried again: a step blocked on writing (a full send buffer) makes
+/// progress without input arriving.
+const RETRY_AFTER: Duration = Duration::from_millis(50);
+
+/// Dials `dial` to the end: each attempt's steps, then the redirect it
+/// answered with, if one is to be followed, all by the dial's deadline.
+///
+/// # Errors
+///
+/// As for [`ClientOptions::connect`](crate::ClientOptions::connect).
+pub(crate) fn connect(mut dial: Dial) -> Result<(WebSocket<MaybeTlsStream<TcpStream>>, Response)> {
+    loop {
+        match attempt(&dial) {
+            Err(error) => dial.follow(error)?,
+            opened => return opened,
+        }
+    }
+}
+
+/// One attempt: the route's steps, then the opening handshake.
+fn attempt(dial: &Dial) -> Result<(WebSocket<MaybeTlsStream<TcpStream>>, Response)> {
+    let route = dial.route();
+    let deadline = dial.deadline();
+    let mut stream: Option<MaybeTlsStream<TcpStream>> = None;
+    let mut waiter = None;
+    let mut resolved = None;
+    for step in dial.steps() {
+        match step {
+            DialStep::Connect { host, port } => {
+                let tcp = match connect_tcp(host, port, deadline) {
+                    Err(Error::Io(error)) => return Err(route.connect_error(error)),
+                    other => other?,
+                };
+                tcp.set_nodelay(true)?;
+                tcp.set_nonblocking(true)?;
+                waiter = Some(Waiter {
+                    socket: tcp.try_clone()?,
+                    deadline,
+                });
+                stream = Some(MaybeTlsStream::Plain(tcp));
+            }
+            DialStep::Tls { host } => {
+                let waiter = waiter.as_ref().expect("Connect comes first");
+                let connector = dial.connector().expect("chosen for every Tls step").clone();
+                let transport = stream.take().expect("Connect comes first");
+                stream = Some(connector.secure(transport, host, &mut || waiter.wait())?);
+            }
+            DialStep::Resolve { host, port } => {
+                let address = resolve(host, port, deadline)
+                    .and_then(|addresses| {
+                        addresses.first().copied().ok_or_else(|| {
+                            io::Error::new(io::ErrorKind::NotFound, "no address").into()
+                        })
+                    })
+                    .map_err(|error| match error {
+                        Error::Io(error) => route.resolve_error(error),
+                        other => other,
+                    })?;
+                resolved = Some(address.ip());
+            }
+            DialStep::Tunnel => {
+                let waiter = waiter.as_ref().expect("Connect comes first");
+                let mut tunnel = dial.tunnel(resolved).expect("a proxy's step");
+                let mut machine =
+                    HandshakeMachine::new(stream.take().expect("Connect comes first"));
+                exchange(&mut machine, &mut tunnel, waiter)?;
+                stream = Some(machine.into_inner());
+            }
+            DialStep::Handshake => break,
+        }
+    }
+    let waiter = waiter.expect("Connect comes first");
+    let mut machine = HandshakeMachine::new(stream.expect("Connect comes first"));
+    let Opened {
+        context, response, ..
+    } = *exchange(&mut machine, &mut dial.handshake()?, &waiter)?;
+    // From here on the connection's own deadlines bound its reads.
+    machine.get_ref().get_ref().set_nonblocking(false)?;
+    Ok((
+        WebSocket::from_opened(machine, context),
+        response.map(|()| None),
+    ))
+}
+
+/// Runs `exchange` on the non-blocking stream in `machine` to its end,
+/// waiting for input in between.
+fn exchange<S, E, T>(
+    machine: &mut HandshakeMachine<S>,
+    exchange: &mut E,
+    waiter: &Waiter,
+) -> Result<T>
+where
+    S: io::Read + io::Write,
+    E: Exchange<Outcome = Result<T>>,
+{
+    loop {
+        match machine.run(exchange) {
+            Some(outcome) => return outcome,
+            None => waiter.wait()?,
+        }
+    }
+}
+
+/// Waits for a dial's non-blocking socket, by its deadline.
+#[derive(Debug)]
+struct Waiter {
+    /// The dial's TCP socket (another handle to it: the stream itself is
+    /// inside the TLS layers and exchanges being driven).
+    socket: TcpStream,
+    deadline: Option<Instant>,
+}
+
+impl Waiter {
+    /// Returns when input arrives, the stream ends, or [`RETRY_AFTER`]
+    /// passes, whichever is first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] once the deadline has passed.
+    fn wait(&self) -> Result<()> {
+        let wait = match self.deadline {
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => left.min(RETRY_AFTER),
+                _ => return Err(Error::Timeout(TimeoutKind::Handshake)),
+            },
+            None => RETRY_AFTER,
+        };
+        // A blocking peek with a read timeout is the standard library's
+        // wait for input; the socket is non-blocking again before the
+        // step is retried.
+        self.socket.set_nonblocking(false)?;
+        self.socket.set_read_timeout(Some(wait))?;
+        // Input, the end of the stream, a timeout, or an error that the
+        // step meets itself when it tries again.
+        let _ = self.socket.peek(&mut [0; 1]);
+        self.socket.set_read_timeout(None)?;
+        self.socket.set_nonblocking(true)?;
+        Ok(())
+    }
+}
+
+/// Resolves `host:port`, by `deadline`: an IP address at once, a name on
+/// a thread of its own, given up on (and left to finish alone) when the
+/// deadline passes.
+fn resolve(host: &str, port: u16, deadline: Option<Instant>) -> Result<Vec<SocketAddr>> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let Some(deadline) = deadline else {
+        return Ok((host, port).to_socket_addrs()?.collect());
+    };
+    let (sender, receiver) = mpsc::sync_channel(1);
+    let name = host.to_owned();
+    std::thread::Builder::new()
+        .name("lockgate-resolve".to_owned())
+        .spawn(move || {
+            let found = (name.as_str(), port)
+                .to_socket_addrs()
+                .map(Iterator::collect::<Vec<_>>);
+            // The dial may have given up waiting: nobody to tell.
+            let _ = sender.send(found);
+        })?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    match receiver.recv_timeout(left) {
+        Ok(found) => Ok(found?),
+        Err(_) => Err(Error::Timeout(TimeoutKind::Handshake)),
+    }
+}
+
+/// Connects to the first address of `host` that answers, each attempt
+/// bounded by what is left of `deadline`.
+fn connect_tcp(host: &str, port: u16, deadline: Option<Instant>) -> Result<TcpStream> {
+    let mut last_error = None;
+    for addr in resolve(host, port, deadline)? {
+        let attempt = match deadline {
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if left > Duration::ZERO => TcpStream::connect_timeout(&addr, left),
+                _ => return Err(Error::Timeout(TimeoutKind::Handshake)),
+            },
+            None => TcpStream::connect(addr),
+        };
+        match attempt {
+            Ok(stream) => return Ok(stream),
+            Err(_) if deadline.is_some_and(|deadline| Instant::now() >= deadline) => {
+                return Err(Error::Timeout(TimeoutKind::Handshake));
+            }
+            Err(e) => last_error = Some(e.into()),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| {
+        io::Error::new(io::ErrorKind::NotFound, "host resolved to no address").into()
+    }))
+}
