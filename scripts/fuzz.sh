@@ -73,7 +73,14 @@ if ! RUSTFLAGS="${flags[*]}" nice -n "${FUZZ_NICE:-10}" cargo build --quiet \
     echo "fuzz build failed" >&2
     exit 1
 fi
-bin_dir="$fuzz/target/$host/release"
+# Where cargo put them: fuzz/target, or CARGO_TARGET_DIR (and any other
+# setting of the target directory) as cargo itself resolves it.
+target_dir=$(cargo metadata --manifest-path "$fuzz/Cargo.toml" --format-version 1 --no-deps |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+bin_dir="$target_dir/$host/release"
+for t in "${targets[@]}"; do
+    [[ -x "$bin_dir/$t" ]] || { echo "fuzz build left no $bin_dir/$t" >&2; exit 1; }
+done
 
 # --- run ---
 work=$(mktemp -d)
