@@ -727,6 +727,35 @@ mod tests {
     }
 
     #[test]
+    fn every_header_name_goes_out_in_canonical_case() {
+        let request = Request::builder()
+            .uri("ws://example.com/chat")
+            .header(SEC_WEBSOCKET_KEY, "dGhlIHNhbXBsZSBub25jZQ==")
+            .header("authorization", "Bearer t0ken")
+            .header("cookie", "a=1; b=2")
+            .header("origin", "https://example.com")
+            .header("user-agent", "lockgate-test/1")
+            .header("x-request-id", "42")
+            .body(())
+            .unwrap();
+        let handshake = ClientUpgrade::new(request).unwrap();
+        assert_eq!(
+            std::str::from_utf8(handshake.request_bytes()).unwrap(),
+            "GET /chat HTTP/1.1\r\n\
+             Host: example.com\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+             Authorization: Bearer t0ken\r\n\
+             Cookie: a=1; b=2\r\n\
+             Origin: https://example.com\r\n\
+             User-Agent: lockgate-test/1\r\n\
+             X-Request-Id: 42\r\n\
+             Connection: Upgrade\r\n\
+             Upgrade: websocket\r\n\
+             Sec-WebSocket-Version: 13\r\n\r\n"
+        );
+    }
+
+    #[test]
     fn accepts_a_valid_response() {
         let done = respond("").unwrap().unwrap();
         assert_eq!(done.response.status(), StatusCode::SWITCHING_PROTOCOLS);

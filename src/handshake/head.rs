@@ -481,27 +481,59 @@ pub(crate) fn single_value(headers: &HeaderMap, name: impl AsHeaderName) -> Opti
     }
 }
 
-/// Appends `name: value` and CRLF, the value as given. The fields the
-/// handshake uses are written in their usual capitalization (`http` keeps
-/// names in lower case), since some peers compare them case-sensitively.
+/// Appends `name: value` and CRLF: the name in canonical case
+/// ([`write_name`]), the value as given. Every HTTP/1.1 head lockgate
+/// writes (requests, responses, refusals, CONNECT) writes its fields
+/// through here.
 pub(crate) fn write_header(out: &mut Vec<u8>, name: &HeaderName, value: &HeaderValue) {
-    let name = match name.as_str() {
-        "host" => "Host",
-        "connection" => "Connection",
-        "upgrade" => "Upgrade",
-        "content-length" => "Content-Length",
-        "content-type" => "Content-Type",
-        "sec-websocket-key" => "Sec-WebSocket-Key",
-        "sec-websocket-accept" => "Sec-WebSocket-Accept",
-        "sec-websocket-version" => "Sec-WebSocket-Version",
-        "sec-websocket-protocol" => "Sec-WebSocket-Protocol",
-        "sec-websocket-extensions" => "Sec-WebSocket-Extensions",
-        other => other,
-    };
-    out.extend_from_slice(name.as_bytes());
+    write_name(out, name.as_str());
     out.extend_from_slice(b": ");
     out.extend_from_slice(value.as_bytes());
     out.extend_from_slice(b"\r\n");
+}
+
+/// Names whose registered spelling is not what the word rule of
+/// [`write_name`] gives them, in lower case (as `http` stores names) and
+/// as written.
+const SPELLED: [(&str, &str); 5] = [
+    ("www-authenticate", "WWW-Authenticate"),
+    ("content-md5", "Content-MD5"),
+    ("etag", "ETag"),
+    ("te", "TE"),
+    ("dnt", "DNT"),
+];
+
+/// Appends the field name `name` in canonical case: each `-`-separated
+/// word capitalised (`proxy-authorization` as `Proxy-Authorization`,
+/// `x-request-id` as `X-Request-Id`), the word `websocket` as `WebSocket`
+/// (`Sec-WebSocket-Key`, as RFC 6455 spells it), and the few names of
+/// [`SPELLED`] as registered (`WWW-Authenticate`, `Content-MD5`, `ETag`,
+/// `TE`, `DNT`).
+///
+/// Field names are case-insensitive (RFC 9110 section 5.1), but `http`
+/// keeps them in lower case and some peers compare them case-sensitively:
+/// pproxy, for one, does not see a `proxy-authorization` field and answers
+/// 407 to correct credentials. Written straight into `out`: nothing is
+/// allocated for a name.
+pub(crate) fn write_name(out: &mut Vec<u8>, name: &str) {
+    if let Some((_, spelled)) = SPELLED.iter().find(|(lower, _)| *lower == name) {
+        out.extend_from_slice(spelled.as_bytes());
+        return;
+    }
+    for (i, word) in name.split('-').enumerate() {
+        if i > 0 {
+            out.push(b'-');
+        }
+        if word == "websocket" {
+            out.extend_from_slice(b"WebSocket");
+            continue;
+        }
+        let mut bytes = word.bytes();
+        if let Some(first) = bytes.next() {
+            out.push(first.to_ascii_uppercase());
+        }
+        out.extend(bytes);
+    }
 }
 
 #[cfg(test)]
@@ -858,7 +890,45 @@ mod tests {
             &HeaderName::from_static("x-custom"),
             &HeaderValue::from_static("A b"),
         );
-        assert_eq!(out, b"Sec-WebSocket-Accept: x==\r\nx-custom: A b\r\n");
+        assert_eq!(out, b"Sec-WebSocket-Accept: x==\r\nX-Custom: A b\r\n");
+    }
+
+    #[test]
+    fn names_are_written_in_canonical_case() {
+        // (the name as `http` stores it, as written on the wire)
+        let cases = [
+            ("host", "Host"),
+            ("proxy-authorization", "Proxy-Authorization"),
+            ("authorization", "Authorization"),
+            ("cookie", "Cookie"),
+            ("origin", "Origin"),
+            ("user-agent", "User-Agent"),
+            ("x-request-id", "X-Request-Id"),
+            ("sec-websocket-key", "Sec-WebSocket-Key"),
+            ("sec-websocket-accept", "Sec-WebSocket-Accept"),
+            ("sec-websocket-version", "Sec-WebSocket-Version"),
+            ("sec-websocket-protocol", "Sec-WebSocket-Protocol"),
+            ("sec-websocket-extensions", "Sec-WebSocket-Extensions"),
+            ("content-length", "Content-Length"),
+            ("www-authenticate", "WWW-Authenticate"),
+            ("proxy-authenticate", "Proxy-Authenticate"),
+            ("content-md5", "Content-MD5"),
+            ("etag", "ETag"),
+            ("te", "TE"),
+            ("dnt", "DNT"),
+            ("x", "X"),
+            ("x--y", "X--Y"),
+            ("-x-", "-X-"),
+            ("x_y.z", "X_y.z"),
+            ("1st-try", "1st-Try"),
+        ];
+        let mut out = Vec::with_capacity(64);
+        for (lower, canonical) in cases {
+            out.clear();
+            write_name(&mut out, lower);
+            assert_eq!(String::from_utf8_lossy(&out), canonical, "{lower}");
+            assert!(out.eq_ignore_ascii_case(lower.as_bytes()), "{lower}");
+        }
     }
 
     #[test]

@@ -932,6 +932,24 @@ mod tests {
     }
 
     #[test]
+    fn every_header_name_goes_out_in_canonical_case() {
+        let callback = |_: &Request<()>, mut response: Response<()>| {
+            let headers = response.headers_mut();
+            headers.append("x-request-id", HeaderValue::from_static("42"));
+            headers.append("set-cookie", HeaderValue::from_static("a=1"));
+            headers.append("www-authenticate", HeaderValue::from_static("Basic"));
+            Ok(response)
+        };
+        let done = receive_with(callback, REQUEST.as_bytes()).unwrap().unwrap();
+        assert_eq!(
+            std::str::from_utf8(&done.response_bytes).unwrap(),
+            "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+             Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nX-Request-Id: 42\r\n\
+             Set-Cookie: a=1\r\nWWW-Authenticate: Basic\r\n\r\n"
+        );
+    }
+
+    #[test]
     fn one_byte_at_a_time_is_linear() {
         // ~60 KiB of head in 100 header fields, each byte on its own.
         let mut request = REQUEST.trim_end_matches("\r\n").to_owned() + "\r\n";
@@ -1198,7 +1216,7 @@ mod tests {
         let rejected = refused(refusal);
         assert_eq!(
             rejected,
-            "HTTP/1.1 403 Forbidden\r\nx-reason: policy\r\nConnection: close\r\nContent-Length: 7\r\n\r\ngo away"
+            "HTTP/1.1 403 Forbidden\r\nX-Reason: policy\r\nConnection: close\r\nContent-Length: 7\r\n\r\ngo away"
         );
 
         let mut odd = ErrorResponse::new(None);
