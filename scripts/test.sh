@@ -127,6 +127,7 @@ cargo test -p lockgate --no-default-features
 
 step "install the proxies the proxy tests tunnel through (tinyproxy, stunnel4, microsocks) and a browser (chromium)"
 bash scripts/install-proxy.sh
+bash scripts/install-pproxy.sh
 bash scripts/install-debian-package.sh chromium chromium
 # From here on, a missing proxy program or Chromium fails the tests that use
 # them instead of skipping them.

@@ -487,8 +487,9 @@ pub enum SubProtocolError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CapacityError {
-    /// An opening handshake head with more than 100 header fields. A
-    /// server answers 431.
+    /// An opening handshake head with more header fields than allowed
+    /// ([`HandshakeLimits`](crate::handshake::HandshakeLimits)). A server
+    /// answers 431.
     #[error("too many headers")]
     TooManyHeaders,
     /// A message (the sum of its fragments, or its inflated size) over

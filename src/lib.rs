@@ -92,6 +92,12 @@
 //! | `ping_timeout` | 20 s after that ping | [`TimeoutKind::Keepalive`], close 1011 |
 //! | `close_timeout` | 10 s after our close | [`TimeoutKind::Close`] |
 //!
+//! The opening handshake's head has limits of its own,
+//! [`handshake::HandshakeLimits`] on [`ServerOptions`] and
+//! [`ClientOptions`]: 124 header fields and a 64 KiB head by default
+//! (tungstenite's), over which a server answers 431 and a client fails
+//! with [`HandshakeFailure::HeadTooLarge`].
+//!
 //! permessage-deflate (RFC 7692) is off unless configured
 //! ([`deflate::DeflateConfig`]); inflating is bounded by
 //! `max_message_size` too.

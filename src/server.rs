@@ -198,7 +198,9 @@ pub fn create_response_with_body<B, T>(
     Ok(Response::from_parts(parts, generate_body()))
 }
 
-/// Writes `response`'s status line and headers (not its body) to `w`.
+/// Writes `response`'s status line and headers (not its body) to `w`,
+/// the header names in canonical case (`Sec-WebSocket-Accept`,
+/// `X-Request-Id`), as every head lockgate writes.
 ///
 /// # Errors
 ///
@@ -218,10 +220,7 @@ pub fn write_response<T>(mut w: impl Write, response: &Response<T>) -> Result<()
     };
     let mut head = format!("{version} {}\r\n", response.status()).into_bytes();
     for (name, value) in response.headers() {
-        head.extend_from_slice(name.as_str().as_bytes());
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value.as_bytes());
-        head.extend_from_slice(b"\r\n");
+        crate::handshake::head::write_header(&mut head, name, value);
     }
     head.extend_from_slice(b"\r\n");
     w.write_all(&head)?;

@@ -25,8 +25,10 @@ pub fn deadline_config() -> Config {
 /// Bytes that are not a WebSocket upgrade request, each with the start of
 /// the status line a server must answer them with at once.
 pub fn not_a_request() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    // One byte past the default head limit (64 KiB; lines have no lower
+    // limit of their own): the last byte sent is the one refused.
     let mut long_line = b"GET /".to_vec();
-    long_line.resize(9000, b'a');
+    long_line.resize(64 * 1024 + 1, b'a');
     vec![
         ("4 KiB of random bytes", random_bytes(4096), "HTTP/1.1 400 "),
         (
@@ -50,7 +52,7 @@ pub fn not_a_request() -> Vec<(&'static str, Vec<u8>, &'static str)> {
             b"GET / HTTP/1.0\r\nHost: a\r\n".to_vec(),
             "HTTP/1.1 400 ",
         ),
-        ("a first line over 8 KiB", long_line, "HTTP/1.1 431 "),
+        ("a first line over 64 KiB", long_line, "HTTP/1.1 431 "),
     ]
 }
 

@@ -11,6 +11,10 @@
 //! - `socks5://` and `socks5h://`: microsocks (`-u`/`-P` for
 //!   username/password), which logs each target as the client named it.
 //!
+//! And [`PProxy`], pproxy from PyPI (`scripts/install-pproxy.sh`, into
+//! `target/pproxy-venv`), which serves every kind of proxy from one
+//! program and compares header names case-sensitively.
+//!
 //! Plain `cargo test` must pass without them, so a missing program skips
 //! the test (with a note) unless `LOCKGATE_REQUIRE_PROXIES` is set (or,
 //! for tinyproxy, the older `LOCKGATE_REQUIRE_TINYPROXY`): `scripts/test.sh`
@@ -34,6 +38,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use lockgate::{Error, WebSocket};
+
+mod pproxy;
+pub use pproxy::PProxy;
 
 /// Set by `scripts/test.sh` once `scripts/install-proxy.sh` ran: a missing
 /// proxy program fails the test instead of skipping it.
@@ -121,14 +128,30 @@ impl Daemon {
     /// Starts the program `command` builds for a free port, and waits
     /// (bounded) until it accepts connections on 127.0.0.1. If it exits
     /// first because the port was taken meanwhile, tries another.
-    fn start(name: &'static str, dir: &Path, mut command: impl FnMut(u16) -> Command) -> Daemon {
+    fn start(name: &'static str, dir: &Path, command: impl FnMut(u16) -> Command) -> Daemon {
+        Self::start_logging(name, dir, false, command)
+    }
+
+    /// As [`Daemon::start`], its stdout in the log too when `stdout` (for
+    /// a program that reports there, as pproxy does a port in use).
+    fn start_logging(
+        name: &'static str,
+        dir: &Path,
+        stdout: bool,
+        mut command: impl FnMut(u16) -> Command,
+    ) -> Daemon {
         let log = dir.join(format!("{name}.log"));
         for _ in 0..PORT_TRIES {
             let port = free_port();
             let stderr = File::create(&log).unwrap();
+            let stdout = if stdout {
+                Stdio::from(stderr.try_clone().unwrap())
+            } else {
+                Stdio::null()
+            };
             let child = command(port)
                 .stdin(Stdio::null())
-                .stdout(Stdio::null())
+                .stdout(stdout)
                 .stderr(stderr)
                 .spawn()
                 .unwrap_or_else(|e| panic!("starting {name}: {e}"));
@@ -140,8 +163,9 @@ impl Daemon {
             };
             match daemon.wait_until_listening() {
                 Ok(()) => return daemon,
-                // "Address already in use" (stunnel, microsocks), "Could
-                // not create listening sockets" (tinyproxy).
+                // "Address already in use" (stunnel, microsocks), "address
+                // already in use" (pproxy), "Could not create listening
+                // sockets" (tinyproxy).
                 Err(output) if output.contains("in use") || output.contains("listening socket") => {
                     continue;
                 }

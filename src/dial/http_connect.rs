@@ -12,7 +12,7 @@ use super::proxy::authority;
 use crate::error::{
     BODY_SUMMARY, Error, HandshakeFailure, ProtocolError, Result, UrlError, summarize_body,
 };
-use crate::handshake::head::{self, HeadReader, MAX_HEADERS};
+use crate::handshake::head::{self, HeadReader};
 use crate::handshake::progress::Progress;
 use crate::handshake::{Exchange, Step};
 
@@ -127,20 +127,24 @@ impl ProxyTunnel {
 
     /// The outcome of the proxy's complete response head.
     fn answer(&self, head: head::Head) -> Result<()> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut parsed = httparse::Response::new(&mut headers);
-        let len = match parsed.parse(&head.bytes).map_err(HandshakeFailure::from)? {
-            httparse::Status::Complete(len) => len,
-            httparse::Status::Partial => {
-                return Err(HandshakeFailure::BadProxyAnswer("incomplete proxy response").into());
-            }
-        };
-        let status = parsed
-            .code
-            .and_then(|code| StatusCode::from_u16(code).ok())
-            .ok_or(HandshakeFailure::BadProxyAnswer(
-                "the proxy's status is invalid",
-            ))?;
+        let (status, len) = head::parse_fields(head.fields, |room| {
+            let mut parsed = httparse::Response::new(room);
+            let len = match parsed.parse(&head.bytes).map_err(HandshakeFailure::from)? {
+                httparse::Status::Complete(len) => len,
+                httparse::Status::Partial => {
+                    return Err(HandshakeFailure::BadProxyAnswer(
+                        "incomplete proxy response",
+                    ));
+                }
+            };
+            let status = parsed
+                .code
+                .and_then(|code| StatusCode::from_u16(code).ok())
+                .ok_or(HandshakeFailure::BadProxyAnswer(
+                    "the proxy's status is invalid",
+                ))?;
+            Ok((status, len))
+        })?;
         let leftover = head.into_leftover(len);
         if !status.is_success() {
             return Err(HandshakeFailure::ProxyRefused(Box::new(ProxyRefusal {
@@ -253,15 +257,14 @@ mod tests {
         let proxy = Proxy::http("http://al%40ice:p%3Ass@proxy.test:3128").unwrap();
         assert_eq!((proxy.host(), proxy.port()), ("proxy.test", 3128));
         let (request, _) = run(&proxy, &[b"HTTP/1.1 200 OK\r\n\r\n"]);
+        // Names in canonical case: pproxy looks `Proxy-Authorization` up
+        // case-sensitively.
         let expected = format!(
-            "CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\
-             proxy-authorization: Basic {}\r\n\r\n",
+            "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\
+             Proxy-Authorization: Basic {}\r\n\r\n",
             STANDARD.encode("al@ice:p:ss")
         );
-        assert_eq!(
-            String::from_utf8(request).unwrap().to_lowercase(),
-            expected.to_lowercase()
-        );
+        assert_eq!(String::from_utf8(request).unwrap(), expected);
         let v6 = Proxy::http("[::1]:8080").unwrap();
         let tunnel = tunnel(&v6, "::1", 9001, None);
         assert!(

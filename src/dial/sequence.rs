@@ -39,14 +39,10 @@ use crate::handshake::{ClientOptions, ClientUpgrade, HandshakeDriver, IntoClient
 /// use lockgate::ClientOptions;
 /// use lockgate::dial::{Dial, DialStep};
 ///
-/// let dial = Dial::new("wss://example.com/feed", ClientOptions::new(), Instant::now())?;
+/// let dial = Dial::new("ws://example.com/feed", ClientOptions::new(), Instant::now())?;
 /// assert_eq!(
 ///     dial.steps(),
-///     [
-///         DialStep::Connect { host: "example.com", port: 443 },
-///         DialStep::Tls { host: "example.com" },
-///         DialStep::Handshake,
-///     ]
+///     [DialStep::Connect { host: "example.com", port: 80 }, DialStep::Handshake]
 /// );
 /// // for each step: do it within `dial.deadline()`; on a failed attempt,
 /// // `dial.follow(error)?` and start over with the new steps.

@@ -9,7 +9,8 @@ use http::header::{
 use http::{Method, Request, Response, StatusCode, Uri, Version};
 
 use super::accept_key::{derive_accept_key, generate_key};
-use super::head::{self, HeadReader, MAX_HEADERS};
+use super::head::{self, HeadReader};
+use super::limits::HandshakeLimits;
 use crate::deflate::params::{client_check_response, client_offer};
 use crate::deflate::{DeflateConfig, DeflateParams};
 use crate::error::{Error, HandshakeFailure, ProtocolError, Result, UrlError};
@@ -377,6 +378,16 @@ impl ClientUpgrade {
         })
     }
 
+    /// How large the response head may be: a response over a limit fails
+    /// the handshake with [`HandshakeFailure::HeadTooLarge`] as soon as it
+    /// crosses it. Default: [`HandshakeLimits::default`] (a 64 KiB head,
+    /// 124 header fields, as tungstenite). Call it before the first
+    /// [`receive`](Self::receive).
+    pub fn handshake_limits(mut self, limits: HandshakeLimits) -> Self {
+        self.reader = HeadReader::response().with_limits(limits);
+        self
+    }
+
     /// The request as HTTP/1.1 bytes, ready to be written: request line
     /// with the URL's path and query as target, `Host` first, then the
     /// other headers, then the empty line.
@@ -402,8 +413,9 @@ impl ClientUpgrade {
     ///
     /// All are [`Error::Handshake`]:
     ///
-    /// - [`HandshakeFailure::HeadTooLarge`]: the head exceeds 64 KiB, a line
-    ///   8 KiB or the header count 100.
+    /// - [`HandshakeFailure::HeadTooLarge`]: the head exceeds a
+    ///   [`handshake_limits`](Self::handshake_limits) limit (by default 64
+    ///   KiB, 124 header fields).
     /// - [`HandshakeFailure::Parse`]: the head is not HTTP, reported at the
     ///   first byte that cannot belong to it.
     /// - [`Error::Http`]: the status is not 101. The
@@ -452,8 +464,18 @@ impl ClientUpgrade {
 
 /// Parses a complete response head.
 fn parse_response(head: head::Head) -> Result<(Response<()>, Bytes), HandshakeFailure> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut parsed = httparse::Response::new(&mut headers);
+    let (response, len) =
+        head::parse_fields(head.fields, |room| parse_response_fields(&head, room))?;
+    Ok((response, head.into_leftover(len)))
+}
+
+/// [`parse_response`] with `room` for the head's header fields: the
+/// response, and the length of the head.
+fn parse_response_fields<'b>(
+    head: &'b head::Head,
+    room: &mut [httparse::Header<'b>],
+) -> Result<(Response<()>, usize), HandshakeFailure> {
+    let mut parsed = httparse::Response::new(room);
     let len = match parsed.parse(&head.bytes)? {
         httparse::Status::Complete(len) => len,
         httparse::Status::Partial => {
@@ -476,7 +498,7 @@ fn parse_response(head: head::Head) -> Result<(Response<()>, Bytes), HandshakeFa
     *response.status_mut() = status;
     *response.version_mut() = version;
     *response.headers_mut() = headers;
-    Ok((response, head.into_leftover(len)))
+    Ok((response, len))
 }
 
 /// The checks of RFC 6455 section 4.1 on a 101 response, in its order.
@@ -723,6 +745,35 @@ mod tests {
             rest.len(),
             6 + 2,
             "six headers, the empty line and the empty tail"
+        );
+    }
+
+    #[test]
+    fn every_header_name_goes_out_in_canonical_case() {
+        let request = Request::builder()
+            .uri("ws://example.com/chat")
+            .header(SEC_WEBSOCKET_KEY, "dGhlIHNhbXBsZSBub25jZQ==")
+            .header("authorization", "Bearer t0ken")
+            .header("cookie", "a=1; b=2")
+            .header("origin", "https://example.com")
+            .header("user-agent", "lockgate-test/1")
+            .header("x-request-id", "42")
+            .body(())
+            .unwrap();
+        let handshake = ClientUpgrade::new(request).unwrap();
+        assert_eq!(
+            std::str::from_utf8(handshake.request_bytes()).unwrap(),
+            "GET /chat HTTP/1.1\r\n\
+             Host: example.com\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+             Authorization: Bearer t0ken\r\n\
+             Cookie: a=1; b=2\r\n\
+             Origin: https://example.com\r\n\
+             User-Agent: lockgate-test/1\r\n\
+             X-Request-Id: 42\r\n\
+             Connection: Upgrade\r\n\
+             Upgrade: websocket\r\n\
+             Sec-WebSocket-Version: 13\r\n\r\n"
         );
     }
 

@@ -11,17 +11,12 @@ use std::fmt;
 use bytes::Bytes;
 use http::header::{AsHeaderName, HeaderMap, HeaderName, HeaderValue};
 
+use super::limits::HandshakeLimits;
 use crate::error::{BODY_SUMMARY, HandshakeFailure, summarize_body};
 
-/// The largest head (start line, header fields and the empty line that ends
-/// them) accepted, in bytes.
-pub(crate) const MAX_HEAD_SIZE: usize = 64 * 1024;
-
-/// The longest line of a head, in bytes, not counting its line terminator.
-pub(crate) const MAX_LINE_SIZE: usize = 8 * 1024;
-
-/// The most header fields a head may have (the start line not counted).
-pub(crate) const MAX_HEADERS: usize = 100;
+/// How many header fields [`parse_fields`] parses into room on the stack;
+/// a head with more gets room for exactly its fields on the heap.
+const STACK_FIELDS: usize = 32;
 
 /// The head buffer's first capacity: a request line and a header field or
 /// two. It doubles from there as the head arrives.
@@ -35,6 +30,8 @@ pub(crate) struct Head {
     /// The bytes that came after the head in the same input: the start of
     /// the frame stream (or of a body). Never dropped.
     pub(crate) leftover: Bytes,
+    /// How many header fields it has (within the limit).
+    pub(crate) fields: usize,
 }
 
 /// Which head a [`HeadReader`] expects: it decides how the first line is
@@ -125,9 +122,9 @@ const STATUS_VERSION: &[u8] = b"HTTP/1.1 ";
 ///
 /// Each [`push`](Self::push) examines each byte it is given once, keeping
 /// the position in the grammar as state, so the total work is linear in
-/// the size of the head however it is split. The limits
-/// ([`MAX_HEAD_SIZE`], [`MAX_LINE_SIZE`], [`MAX_HEADERS`]) and the grammar
-/// are checked on each byte before the input is buffered:
+/// the size of the head however it is split. The [`HandshakeLimits`] and
+/// the grammar are checked on each byte before the input is buffered (a
+/// header field past the limit is refused at its first byte):
 ///
 /// - a request line is `GET`, SP, a request target (visible ASCII or
 ///   obs-text), SP, `HTTP/1.1` and the line end. A method other than GET
@@ -147,6 +144,7 @@ const STATUS_VERSION: &[u8] = b"HTTP/1.1 ";
 /// more lenient than this scan.
 pub(crate) struct HeadReader {
     kind: HeadKind,
+    limits: HandshakeLimits,
     /// The head so far: every byte pushed, none of them past the end.
     buf: Vec<u8>,
     /// Bytes of the current line seen so far, not counting its LF.
@@ -161,17 +159,20 @@ pub(crate) struct HeadReader {
 }
 
 impl HeadReader {
-    /// An empty reader for a request head (what a server reads).
+    /// An empty reader for a request head (what a server reads), with the
+    /// default limits.
     pub(crate) fn request() -> Self {
         Self::new(HeadKind::Request)
     }
 
-    /// An empty reader for a response head (what a client reads).
+    /// An empty reader for a response head (what a client reads), with
+    /// the default limits.
     pub(crate) fn response() -> Self {
         Self::new(HeadKind::Response)
     }
 
-    /// An empty reader for an HTTP proxy's response to CONNECT.
+    /// An empty reader for an HTTP proxy's response to CONNECT, with the
+    /// default limits.
     pub(crate) fn proxy_response() -> Self {
         Self::new(HeadKind::ProxyResponse)
     }
@@ -179,6 +180,7 @@ impl HeadReader {
     fn new(kind: HeadKind) -> Self {
         Self {
             kind,
+            limits: HandshakeLimits::default(),
             buf: Vec::new(),
             line_len: 0,
             grammar: Grammar::Leading,
@@ -186,6 +188,13 @@ impl HeadReader {
             #[cfg(test)]
             scanned: 0,
         }
+    }
+
+    /// The same reader with `limits` instead; before the first
+    /// [`push`](Self::push).
+    pub(crate) fn with_limits(mut self, limits: HandshakeLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Adds `input`. Returns the head and the bytes after it once the empty
@@ -211,13 +220,17 @@ impl HeadReader {
                 let mut bytes = std::mem::take(&mut self.buf);
                 bytes.extend_from_slice(&input[..end]);
                 let leftover = Bytes::copy_from_slice(&input[end..]);
-                Ok(Some(Head { bytes, leftover }))
+                Ok(Some(Head {
+                    bytes,
+                    leftover,
+                    fields: self.lines - 1,
+                }))
             }
         }
     }
 
     /// Makes room for `more` bytes that passed the scan (so the head stays
-    /// within [`MAX_HEAD_SIZE`]): the capacity doubles from
+    /// within the head size limit): the capacity doubles from
     /// [`MIN_HEAD_CAPACITY`], whatever sizes the pieces come in, and never
     /// passes the limit. A head that stalls costs about what arrived of
     /// it, and one that arrives a byte at a time is copied O(n) times.
@@ -226,7 +239,8 @@ impl HeadReader {
         if needed > self.buf.capacity() {
             let target = needed
                 .next_power_of_two()
-                .clamp(MIN_HEAD_CAPACITY, MAX_HEAD_SIZE)
+                .max(MIN_HEAD_CAPACITY)
+                .min(self.limits.get_max_head_size())
                 .max(needed);
             self.buf.reserve_exact(target - self.buf.len());
         }
@@ -257,7 +271,17 @@ impl HeadReader {
             {
                 self.scanned += 1;
             }
-            if self.buf.len() + pos >= MAX_HEAD_SIZE {
+            if self.buf.len() + pos >= self.limits.get_max_head_size() {
+                return Err(HandshakeFailure::HeadTooLarge);
+            }
+            // A byte other than a line end at the start of a line after the
+            // start line begins a header field: one too many is refused
+            // here, before any of it is buffered.
+            if self.grammar == Grammar::Name(0)
+                && byte != b'\n'
+                && byte != b'\r'
+                && self.lines > self.limits.get_max_headers()
+            {
                 return Err(HandshakeFailure::HeadTooLarge);
             }
             if byte == b'\n' {
@@ -265,8 +289,8 @@ impl HeadReader {
                     return Ok(Some(pos + 1));
                 }
             } else {
-                // A line holds at most MAX_LINE_SIZE bytes before its CR.
-                if self.line_len >= MAX_LINE_SIZE && byte != b'\r' {
+                // A line holds at most max_line_size bytes before its CR.
+                if self.line_len >= self.limits.get_max_line_size() && byte != b'\r' {
                     return Err(HandshakeFailure::HeadTooLarge);
                 }
                 self.line_len += 1;
@@ -346,9 +370,6 @@ impl HeadReader {
             return Ok(false);
         }
         self.lines += 1;
-        if self.lines > MAX_HEADERS + 1 {
-            return Err(HandshakeFailure::HeadTooLarge);
-        }
         self.grammar = Grammar::Name(0);
         Ok(false)
     }
@@ -436,6 +457,23 @@ impl fmt::Debug for HeadReader {
     }
 }
 
+/// Runs `parse` (an httparse parse of a complete head) with room for
+/// exactly `fields` header fields ([`Head::fields`]): on the stack for a
+/// usual head, on the heap for one with more than [`STACK_FIELDS`]. So the
+/// room is what the head holds, never what the limit would allow.
+pub(crate) fn parse_fields<'b, R>(
+    fields: usize,
+    parse: impl FnOnce(&mut [httparse::Header<'b>]) -> R,
+) -> R {
+    if fields <= STACK_FIELDS {
+        let mut room: [httparse::Header<'b>; STACK_FIELDS] = [httparse::EMPTY_HEADER; STACK_FIELDS];
+        parse(&mut room[..fields])
+    } else {
+        let mut room: Vec<httparse::Header<'b>> = vec![httparse::EMPTY_HEADER; fields];
+        parse(&mut room)
+    }
+}
+
 /// Converts httparse's header fields into a [`HeaderMap`], keeping their
 /// order and repetitions. `None` if a name or value is not acceptable to
 /// `http`.
@@ -481,32 +519,73 @@ pub(crate) fn single_value(headers: &HeaderMap, name: impl AsHeaderName) -> Opti
     }
 }
 
-/// Appends `name: value` and CRLF, the value as given. The fields the
-/// handshake uses are written in their usual capitalization (`http` keeps
-/// names in lower case), since some peers compare them case-sensitively.
+/// Appends `name: value` and CRLF: the name in canonical case
+/// ([`write_name`]), the value as given. Every HTTP/1.1 head lockgate
+/// writes (requests, responses, refusals, CONNECT) writes its fields
+/// through here.
 pub(crate) fn write_header(out: &mut Vec<u8>, name: &HeaderName, value: &HeaderValue) {
-    let name = match name.as_str() {
-        "host" => "Host",
-        "connection" => "Connection",
-        "upgrade" => "Upgrade",
-        "content-length" => "Content-Length",
-        "content-type" => "Content-Type",
-        "sec-websocket-key" => "Sec-WebSocket-Key",
-        "sec-websocket-accept" => "Sec-WebSocket-Accept",
-        "sec-websocket-version" => "Sec-WebSocket-Version",
-        "sec-websocket-protocol" => "Sec-WebSocket-Protocol",
-        "sec-websocket-extensions" => "Sec-WebSocket-Extensions",
-        other => other,
-    };
-    out.extend_from_slice(name.as_bytes());
+    write_name(out, name.as_str());
     out.extend_from_slice(b": ");
     out.extend_from_slice(value.as_bytes());
     out.extend_from_slice(b"\r\n");
 }
 
+/// Names whose registered spelling is not what the word rule of
+/// [`write_name`] gives them, in lower case (as `http` stores names) and
+/// as written.
+const SPELLED: [(&str, &str); 5] = [
+    ("www-authenticate", "WWW-Authenticate"),
+    ("content-md5", "Content-MD5"),
+    ("etag", "ETag"),
+    ("te", "TE"),
+    ("dnt", "DNT"),
+];
+
+/// Appends the field name `name` in canonical case: each `-`-separated
+/// word capitalised (`proxy-authorization` as `Proxy-Authorization`,
+/// `x-request-id` as `X-Request-Id`), the word `websocket` as `WebSocket`
+/// (`Sec-WebSocket-Key`, as RFC 6455 spells it), and the few names of
+/// [`SPELLED`] as registered (`WWW-Authenticate`, `Content-MD5`, `ETag`,
+/// `TE`, `DNT`).
+///
+/// Field names are case-insensitive (RFC 9110 section 5.1), but `http`
+/// keeps them in lower case and some peers compare them case-sensitively:
+/// pproxy, for one, does not see a `proxy-authorization` field and answers
+/// 407 to correct credentials. Written straight into `out`: nothing is
+/// allocated for a name.
+pub(crate) fn write_name(out: &mut Vec<u8>, name: &str) {
+    if let Some((_, spelled)) = SPELLED.iter().find(|(lower, _)| *lower == name) {
+        out.extend_from_slice(spelled.as_bytes());
+        return;
+    }
+    for (i, word) in name.split('-').enumerate() {
+        if i > 0 {
+            out.push(b'-');
+        }
+        if word == "websocket" {
+            out.extend_from_slice(b"WebSocket");
+            continue;
+        }
+        let mut bytes = word.bytes();
+        if let Some(first) = bytes.next() {
+            out.push(first.to_ascii_uppercase());
+        }
+        out.extend(bytes);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handshake::limits::{DEFAULT_MAX_HEAD_SIZE as MAX_HEAD_SIZE, DEFAULT_MAX_HEADERS};
+
+    /// The line limit of the tests of lines: below the head's.
+    const LINE: usize = 8 * 1024;
+
+    /// A request reader whose lines are limited to [`LINE`].
+    fn short_lines() -> HeadReader {
+        HeadReader::request().with_limits(HandshakeLimits::default().max_line_size(LINE))
+    }
 
     const REQUEST: &[u8] = b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n\r\n";
 
@@ -515,7 +594,15 @@ mod tests {
         input: &[u8],
         chunk: usize,
     ) -> (Result<Option<Head>, HandshakeFailure>, HeadReader) {
-        let mut reader = HeadReader::request();
+        push_chunked_to(HeadReader::request(), input, chunk)
+    }
+
+    /// As [`push_chunked`], to `reader`.
+    fn push_chunked_to(
+        mut reader: HeadReader,
+        input: &[u8],
+        chunk: usize,
+    ) -> (Result<Option<Head>, HandshakeFailure>, HeadReader) {
         for piece in input.chunks(chunk) {
             match reader.push(piece) {
                 Ok(None) => {}
@@ -708,7 +795,7 @@ mod tests {
     #[test]
     fn one_byte_at_a_time_is_linear() {
         // ~60 KiB in 100 header fields, every byte pushed on its own.
-        let head = big_head(MAX_HEADERS, 620);
+        let head = big_head(100, 620);
         assert!(head.len() > 59 * 1024 && head.len() <= MAX_HEAD_SIZE);
         let (result, reader) = push_chunked(&head, 1);
         assert_eq!(result.unwrap().unwrap().bytes, head);
@@ -748,12 +835,20 @@ mod tests {
     fn a_huge_input_is_not_scanned_past_the_limit() {
         let mut input = b"GET /".to_vec();
         input.resize(1 << 20, b'a');
+        let mut reader = short_lines();
+        assert!(matches!(
+            reader.push(&input),
+            Err(HandshakeFailure::HeadTooLarge)
+        ));
+        assert!(reader.scanned() <= LINE + 2);
+        assert!(reader.buf.is_empty(), "nothing buffered");
+        // Without a line limit of its own, the head's stops it.
         let mut reader = HeadReader::request();
         assert!(matches!(
             reader.push(&input),
             Err(HandshakeFailure::HeadTooLarge)
         ));
-        assert!(reader.scanned() <= MAX_LINE_SIZE + 2);
+        assert!(reader.scanned() <= MAX_HEAD_SIZE + 1);
         assert!(reader.buf.is_empty(), "nothing buffered");
     }
 
@@ -789,13 +884,18 @@ mod tests {
         };
         for end in [&b"\r\n"[..], b"\n"] {
             for chunk in [1, 5, 100_000] {
-                let ok = line(MAX_LINE_SIZE, end);
+                let ok = line(LINE, end);
                 assert!(
-                    push_chunked(&ok, chunk).0.unwrap().is_some(),
+                    push_chunked_to(short_lines(), &ok, chunk)
+                        .0
+                        .unwrap()
+                        .is_some(),
                     "chunk {chunk}"
                 );
-                let too_long = line(MAX_LINE_SIZE + 1, end);
-                let result = push_chunked(&too_long, chunk).0;
+                // The default is no line limit beyond the head's.
+                let too_long = line(LINE + 1, end);
+                assert!(push_chunked(&too_long, chunk).0.unwrap().is_some());
+                let result = push_chunked_to(short_lines(), &too_long, chunk).0;
                 assert!(
                     matches!(result, Err(HandshakeFailure::HeadTooLarge)),
                     "chunk {chunk}"
@@ -806,9 +906,9 @@ mod tests {
 
     #[test]
     fn an_unfinished_long_line_fails_before_its_end() {
-        let mut reader = HeadReader::request();
+        let mut reader = short_lines();
         assert!(reader.push(b"GET / HTTP/1.1\r\nX: ").unwrap().is_none());
-        assert!(reader.push(&[b'v'; MAX_LINE_SIZE - 3]).unwrap().is_none());
+        assert!(reader.push(&[b'v'; LINE - 3]).unwrap().is_none());
         // A CR could still end the line within the limit.
         assert!(reader.push(b"\r").unwrap().is_none());
         assert!(matches!(
@@ -819,15 +919,45 @@ mod tests {
 
     #[test]
     fn header_count_limit() {
-        let ok = big_head(MAX_HEADERS, 20);
-        assert!(push_chunked(&ok, 1).0.unwrap().is_some());
-        let too_many = big_head(MAX_HEADERS + 1, 20);
-        for chunk in [1, too_many.len()] {
-            let result = push_chunked(&too_many, chunk).0;
-            assert!(
-                matches!(result, Err(HandshakeFailure::HeadTooLarge)),
-                "chunk {chunk}"
-            );
+        // (the limit, None for the default)
+        for limit in [None, Some(0), Some(3), Some(500)] {
+            let max = limit.unwrap_or(DEFAULT_MAX_HEADERS);
+            let reader = || {
+                let limits = HandshakeLimits::default();
+                let limits = limit.map_or(limits, |max| limits.max_headers(max));
+                HeadReader::request().with_limits(limits)
+            };
+            let ok = big_head(max, 20);
+            let head = push_chunked_to(reader(), &ok, 1).0.unwrap();
+            assert_eq!(head.expect("complete").fields, max, "{limit:?}");
+            let too_many = big_head(max + 1, 20);
+            // The field past the limit is refused at its first byte.
+            let refused_at = too_many.len() - 2 - (20 + 2);
+            for chunk in [1, too_many.len()] {
+                let (result, reader) = push_chunked_to(reader(), &too_many, chunk);
+                assert!(
+                    matches!(result, Err(HandshakeFailure::HeadTooLarge)),
+                    "{limit:?}, chunk {chunk}"
+                );
+                assert_eq!(reader.scanned(), refused_at + 1, "{limit:?}");
+                assert!(reader.buf.len() <= refused_at, "{limit:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fields_are_parsed_in_room_for_what_arrived() {
+        for fields in [0, 1, STACK_FIELDS, STACK_FIELDS + 1, DEFAULT_MAX_HEADERS] {
+            let head = big_head(fields, 20);
+            let head = HeadReader::request().push(&head).unwrap().unwrap();
+            assert_eq!(head.fields, fields);
+            let parsed = parse_fields(head.fields, |room| {
+                assert_eq!(room.len(), fields);
+                let mut request = httparse::Request::new(room);
+                let status = request.parse(&head.bytes).unwrap();
+                (status.is_complete(), request.headers.len())
+            });
+            assert_eq!(parsed, (true, fields));
         }
     }
 
@@ -836,11 +966,13 @@ mod tests {
         let head = Head {
             bytes: b"ab\n\ncd".to_vec(),
             leftover: Bytes::from_static(b"ef"),
+            fields: 0,
         };
         assert_eq!(&head.into_leftover(4)[..], b"cdef");
         let head = Head {
             bytes: b"ab\n\n".to_vec(),
             leftover: Bytes::from_static(b"ef"),
+            fields: 0,
         };
         assert_eq!(&head.into_leftover(4)[..], b"ef");
     }
@@ -858,7 +990,45 @@ mod tests {
             &HeaderName::from_static("x-custom"),
             &HeaderValue::from_static("A b"),
         );
-        assert_eq!(out, b"Sec-WebSocket-Accept: x==\r\nx-custom: A b\r\n");
+        assert_eq!(out, b"Sec-WebSocket-Accept: x==\r\nX-Custom: A b\r\n");
+    }
+
+    #[test]
+    fn names_are_written_in_canonical_case() {
+        // (the name as `http` stores it, as written on the wire)
+        let cases = [
+            ("host", "Host"),
+            ("proxy-authorization", "Proxy-Authorization"),
+            ("authorization", "Authorization"),
+            ("cookie", "Cookie"),
+            ("origin", "Origin"),
+            ("user-agent", "User-Agent"),
+            ("x-request-id", "X-Request-Id"),
+            ("sec-websocket-key", "Sec-WebSocket-Key"),
+            ("sec-websocket-accept", "Sec-WebSocket-Accept"),
+            ("sec-websocket-version", "Sec-WebSocket-Version"),
+            ("sec-websocket-protocol", "Sec-WebSocket-Protocol"),
+            ("sec-websocket-extensions", "Sec-WebSocket-Extensions"),
+            ("content-length", "Content-Length"),
+            ("www-authenticate", "WWW-Authenticate"),
+            ("proxy-authenticate", "Proxy-Authenticate"),
+            ("content-md5", "Content-MD5"),
+            ("etag", "ETag"),
+            ("te", "TE"),
+            ("dnt", "DNT"),
+            ("x", "X"),
+            ("x--y", "X--Y"),
+            ("-x-", "-X-"),
+            ("x_y.z", "X_y.z"),
+            ("1st-try", "1st-Try"),
+        ];
+        let mut out = Vec::with_capacity(64);
+        for (lower, canonical) in cases {
+            out.clear();
+            write_name(&mut out, lower);
+            assert_eq!(String::from_utf8_lossy(&out), canonical, "{lower}");
+            assert!(out.eq_ignore_ascii_case(lower.as_bytes()), "{lower}");
+        }
     }
 
     #[test]

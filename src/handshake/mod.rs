@@ -23,9 +23,10 @@
 //! result. Without one, no extension is offered or accepted.
 //!
 //! Heads are read incrementally: each input is scanned once for the end of
-//! the head and checked against the limits (64 KiB head, 8 KiB line, 100
-//! header fields) before it is buffered, and the complete head is parsed
-//! once. Bytes that follow the head in the same input (early frames) are
+//! the head and checked against the [`HandshakeLimits`] (by default a 64
+//! KiB head and 124 header fields, tungstenite's limits) before it is
+//! buffered, and the complete head is parsed once, in room for the header
+//! fields it has. Bytes that follow the head in the same input (early frames) are
 //! handed back as `leftover`, never dropped. What a connection in its
 //! handshake holds grows with what its peer has sent: the head buffer
 //! doubles from 64 bytes as the head arrives, and the drivers read into a
@@ -58,6 +59,7 @@ mod client_upgrade;
 mod driver;
 mod extended_connect;
 pub(crate) mod head;
+mod limits;
 mod options;
 mod origin;
 pub(crate) mod progress;
@@ -78,6 +80,9 @@ pub use client_upgrade::{ClientUpgrade, ClientUpgradeDone, IntoClientRequest};
 pub use driver::{Exchange, HandshakeDriver, Opened, Step};
 pub use extended_connect::{
     ExtendedConnect, WEBSOCKET_PROTOCOL, extended_connect_response, is_extended_connect,
+};
+pub use limits::{
+    DEFAULT_MAX_HEAD_SIZE, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE_SIZE, HandshakeLimits,
 };
 pub use machine::HandshakeMachine;
 pub use options::{ClientOptions, ServerOptions};

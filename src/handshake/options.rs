@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use super::client_upgrade::{ClientUpgrade, IntoClientRequest};
 use super::driver::HandshakeDriver;
+use super::limits::HandshakeLimits;
 use super::origin::OriginPolicy;
 use super::server_upgrade::{Callback, NoCallback, ServerUpgrade};
 use crate::config::Config;
@@ -14,8 +15,9 @@ use crate::error::Result;
 
 /// How to accept WebSocket connections: the [`Config`] of the connection
 /// (its `handshake_timeout` bounds the handshake), the [`OriginPolicy`]
-/// (which pages may open a WebSocket; by default none of another site's)
-/// and the [`Callback`] that inspects each request.
+/// (which pages may open a WebSocket; by default none of another site's),
+/// the [`HandshakeLimits`] on the request head and the [`Callback`] that
+/// inspects each request.
 ///
 /// Finish it with [`accept`](Self::accept) (blocking) or
 /// `tokio_lockgate::accept_async_with` (tokio), or drive
@@ -44,6 +46,7 @@ use crate::error::Result;
 pub struct ServerOptions<C = NoCallback> {
     config: Config,
     origin: OriginPolicy,
+    limits: HandshakeLimits,
     callback: C,
 }
 
@@ -74,6 +77,14 @@ impl<C> ServerOptions<C> {
         self
     }
 
+    /// How large a request head may be; one over a limit is answered with
+    /// 431. Default: [`HandshakeLimits::default`], a 64 KiB head and 124
+    /// header fields (tungstenite's limits).
+    pub fn handshake_limits(mut self, limits: HandshakeLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// The callback that inspects each request and may shape the response
     /// or refuse it. Default: [`NoCallback`], which accepts every valid
     /// request the origin policy accepts.
@@ -81,6 +92,7 @@ impl<C> ServerOptions<C> {
         ServerOptions {
             config: self.config,
             origin: self.origin,
+            limits: self.limits,
             callback,
         }
     }
@@ -94,16 +106,22 @@ impl<C> ServerOptions<C> {
     pub fn get_origin_policy(&self) -> &OriginPolicy {
         &self.origin
     }
+
+    /// See [`ServerOptions::handshake_limits`].
+    pub fn get_handshake_limits(&self) -> &HandshakeLimits {
+        &self.limits
+    }
 }
 
 impl<C: Callback> ServerOptions<C> {
     /// The sans-IO server handshake these options describe, its deadline
     /// counted from `now`, for a driver of your own. It negotiates
     /// permessage-deflate when the config has a deflate setting, and checks
-    /// the origin policy.
+    /// the origin policy and the handshake limits.
     pub fn handshake(self, now: Instant) -> HandshakeDriver<ServerUpgrade<C>> {
         let handshake = ServerUpgrade::with_deflate(self.callback, self.config.deflate)
-            .origin_policy(self.origin);
+            .origin_policy(self.origin)
+            .handshake_limits(self.limits);
         HandshakeDriver::server(handshake, self.config, now)
     }
 }
@@ -111,8 +129,8 @@ impl<C: Callback> ServerOptions<C> {
 /// How to open WebSocket connections as a client: the [`Config`] of the
 /// connection (its `handshake_timeout` bounds the handshake, and for the
 /// `connect` forms the TCP connection, the proxy and TLS too), the TLS
-/// [`Connector`] for `wss://`, the proxy, and how many redirects `connect`
-/// follows.
+/// [`Connector`] for `wss://`, the proxy, the [`HandshakeLimits`] on the
+/// response head, and how many redirects `connect` follows.
 ///
 /// Finish with [`client`](Self::client) (over a stream you connected) or
 /// [`connect`](Self::connect) (the whole dial); tokio-lockgate's
@@ -136,6 +154,7 @@ pub struct ClientOptions {
     config: Config,
     connector: Option<Connector>,
     proxy: ProxySetting,
+    limits: HandshakeLimits,
     max_redirects: u8,
 }
 
@@ -145,6 +164,7 @@ impl Default for ClientOptions {
             config: Config::default(),
             connector: None,
             proxy: ProxySetting::default(),
+            limits: HandshakeLimits::default(),
             max_redirects: DEFAULT_MAX_REDIRECTS,
         }
     }
@@ -205,6 +225,22 @@ impl ClientOptions {
     /// See [`ClientOptions::max_redirects`].
     pub fn get_max_redirects(&self) -> u8 {
         self.max_redirects
+    }
+
+    /// How large the server's response head may be; one over a limit
+    /// fails the handshake with
+    /// [`HandshakeFailure::HeadTooLarge`](crate::HandshakeFailure::HeadTooLarge).
+    /// Default: [`HandshakeLimits::default`], a 64 KiB head and 124 header
+    /// fields (tungstenite's limits). An HTTP proxy's answer to CONNECT is
+    /// read with the defaults.
+    pub fn handshake_limits(mut self, limits: HandshakeLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// See [`ClientOptions::handshake_limits`].
+    pub fn get_handshake_limits(&self) -> &HandshakeLimits {
+        &self.limits
     }
 
     /// See [`ClientOptions::tls`].
@@ -274,7 +310,8 @@ impl ClientOptions {
 
     /// The sans-IO client handshake for `request` these options describe,
     /// its deadline counted from `now`, for a driver of your own. It offers
-    /// permessage-deflate when the config has a deflate setting.
+    /// permessage-deflate when the config has a deflate setting, and checks
+    /// the response against the handshake limits.
     ///
     /// # Errors
     ///
@@ -285,7 +322,8 @@ impl ClientOptions {
         request: impl IntoClientRequest,
         now: Instant,
     ) -> Result<HandshakeDriver<ClientUpgrade>> {
-        let handshake = ClientUpgrade::with_deflate(request, self.config.deflate)?;
+        let handshake = ClientUpgrade::with_deflate(request, self.config.deflate)?
+            .handshake_limits(self.limits);
         Ok(HandshakeDriver::client(handshake, self.config, now))
     }
 }

@@ -13,7 +13,8 @@ use http::header::{
 use http::{Request, Response, StatusCode, Uri, Version};
 
 use super::accept_key::derive_accept_key;
-use super::head::{self, HeadReader, MAX_HEADERS};
+use super::head::{self, HeadReader};
+use super::limits::HandshakeLimits;
 use super::origin::OriginPolicy;
 use crate::deflate::params::server_negotiate;
 use crate::deflate::{DeflateConfig, DeflateParams};
@@ -132,9 +133,9 @@ impl Callback for NoCallback {
 /// 1. Pass every chunk read from the connection to
 ///    [`receive`](Self::receive) until it returns `Ok(Some(done))`;
 ///    `Ok(None)` means the request head is not complete yet. Bytes are
-///    scanned once as they arrive and checked against the limits (64 KiB
-///    head, 8 KiB line, 100 headers) before they are buffered; the head is
-///    parsed once, when complete.
+///    scanned once as they arrive and checked against the
+///    [`HandshakeLimits`] (by default a 64 KiB head, 124 header fields)
+///    before they are buffered; the head is parsed once, when complete.
 /// 2. On `Ok(Some(done))`: write all of
 ///    [`done.response_bytes`](ServerUpgradeDone::response_bytes) and flush.
 ///    [`done.leftover`](ServerUpgradeDone::leftover) holds bytes that
@@ -285,6 +286,30 @@ impl<C: Callback> ServerUpgrade<C> {
         self
     }
 
+    /// How large the request head may be: a request over a limit is
+    /// refused with 431 as soon as it crosses it. Default:
+    /// [`HandshakeLimits::default`] (a 64 KiB head, 124 header fields,
+    /// as tungstenite). Call it before the first
+    /// [`receive`](Self::receive).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lockgate::handshake::{HandshakeLimits, NoCallback, ServerUpgrade};
+    /// use lockgate::{Error, HandshakeFailure};
+    ///
+    /// let request = b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n\
+    ///     Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+    ///     Sec-WebSocket-Version: 13\r\n\r\n";
+    /// let limits = HandshakeLimits::default().max_headers(4);
+    /// let refused = ServerUpgrade::new(NoCallback).handshake_limits(limits).receive(request);
+    /// assert!(matches!(refused, Err(Error::Handshake(HandshakeFailure::HeadTooLarge))));
+    /// ```
+    pub fn handshake_limits(mut self, limits: HandshakeLimits) -> Self {
+        self.reader = HeadReader::request().with_limits(limits);
+        self
+    }
+
     /// Takes bytes read from the connection. Returns `Ok(None)` while the
     /// request head is incomplete, and the request with the response to
     /// send once it is complete, valid and accepted by the callback.
@@ -294,8 +319,9 @@ impl<C: Callback> ServerUpgrade<C> {
     /// All are [`Error::Handshake`]; [`HandshakeFailure::status`] gives the
     /// status to answer with and [`error_response_bytes`] the whole answer.
     ///
-    /// - [`HandshakeFailure::HeadTooLarge`] (431): the head exceeds 64 KiB, a
-    ///   line 8 KiB or the header count 100.
+    /// - [`HandshakeFailure::HeadTooLarge`] (431): the head exceeds a
+    ///   [`handshake_limits`](Self::handshake_limits) limit (by default 64
+    ///   KiB, 124 header fields).
     /// - [`HandshakeFailure::Parse`] (400): the head is not HTTP.
     /// - [`HandshakeFailure::BadRequest`] (400): not a WebSocket upgrade (a
     ///   method other than GET, a version other than HTTP/1.1, no or several `Host`, `Upgrade`
@@ -533,8 +559,17 @@ fn refusal_error(refusal: ErrorResponse) -> Error {
 /// Parses a complete request head. Rejects methods other than GET and
 /// versions other than HTTP/1.1 on the way, since they need the parse.
 fn parse_request(head: head::Head) -> Result<(Request<()>, Bytes), HandshakeFailure> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut parsed = httparse::Request::new(&mut headers);
+    let (request, len) = head::parse_fields(head.fields, |room| parse_request_fields(&head, room))?;
+    Ok((request, head.into_leftover(len)))
+}
+
+/// [`parse_request`] with `room` for the head's header fields: the
+/// request, and the length of the head.
+fn parse_request_fields<'b>(
+    head: &'b head::Head,
+    room: &mut [httparse::Header<'b>],
+) -> Result<(Request<()>, usize), HandshakeFailure> {
+    let mut parsed = httparse::Request::new(room);
     let len = match parsed.parse(&head.bytes)? {
         httparse::Status::Complete(len) => len,
         httparse::Status::Partial => {
@@ -558,7 +593,7 @@ fn parse_request(head: head::Head) -> Result<(Request<()>, Bytes), HandshakeFail
     *request.uri_mut() = uri;
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = headers;
-    Ok((request, head.into_leftover(len)))
+    Ok((request, len))
 }
 
 /// The checks of RFC 6455 section 4.2.1 on a GET HTTP/1.1 request. Returns
@@ -932,10 +967,28 @@ mod tests {
     }
 
     #[test]
+    fn every_header_name_goes_out_in_canonical_case() {
+        let callback = |_: &Request<()>, mut response: Response<()>| {
+            let headers = response.headers_mut();
+            headers.append("x-request-id", HeaderValue::from_static("42"));
+            headers.append("set-cookie", HeaderValue::from_static("a=1"));
+            headers.append("www-authenticate", HeaderValue::from_static("Basic"));
+            Ok(response)
+        };
+        let done = receive_with(callback, REQUEST.as_bytes()).unwrap().unwrap();
+        assert_eq!(
+            std::str::from_utf8(&done.response_bytes).unwrap(),
+            "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+             Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nX-Request-Id: 42\r\n\
+             Set-Cookie: a=1\r\nWWW-Authenticate: Basic\r\n\r\n"
+        );
+    }
+
+    #[test]
     fn one_byte_at_a_time_is_linear() {
         // ~60 KiB of head in 100 header fields, each byte on its own.
         let mut request = REQUEST.trim_end_matches("\r\n").to_owned() + "\r\n";
-        for i in 0..(MAX_HEADERS - 6) {
+        for i in 0..(100 - 6) {
             request.push_str(&format!("X-Filler-{i:03}: {}\r\n", "f".repeat(640)));
         }
         request.push_str("\r\n");
@@ -953,7 +1006,7 @@ mod tests {
             }
         }
         let done = done.expect("complete");
-        assert_eq!(done.request.headers().len(), MAX_HEADERS);
+        assert_eq!(done.request.headers().len(), 100);
         assert_eq!(handshake.scanned(), head_len, "each byte scanned once");
     }
 
@@ -1198,7 +1251,7 @@ mod tests {
         let rejected = refused(refusal);
         assert_eq!(
             rejected,
-            "HTTP/1.1 403 Forbidden\r\nx-reason: policy\r\nConnection: close\r\nContent-Length: 7\r\n\r\ngo away"
+            "HTTP/1.1 403 Forbidden\r\nX-Reason: policy\r\nConnection: close\r\nContent-Length: 7\r\n\r\ngo away"
         );
 
         let mut odd = ErrorResponse::new(None);

@@ -8,7 +8,9 @@
 //! handshake timeout, and so are peers that send a byte at a time and
 //! redirect chains ([`stalling`](crate::stalling)); a redirect to another
 //! origin carries no credentials; a TLS server sees close_notify, then
-//! EOF, after the closing handshake. Run by [`dial_suite!`](crate::dial_suite).
+//! EOF, after the closing handshake. And every kind of proxy again through
+//! pproxy ([`PProxy`]), which reads `Proxy-Authorization` only when it is
+//! spelled so. Run by [`dial_suite!`](crate::dial_suite).
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -20,8 +22,8 @@ use lockgate::{ClientOptions, Config, Connector, Error, HandshakeFailure, Timeou
 
 use super::Sockets;
 use crate::proxies::{
-    EchoServer, ProxyEnv, ProxyEnvFixture, ProxyKind, ProxyRules, ProxyServer, SilentPeer, TestCa,
-    TinyProxy, TlsCloseWatch,
+    EchoServer, PProxy, ProxyEnv, ProxyEnvFixture, ProxyKind, ProxyRules, ProxyServer, SilentPeer,
+    TestCa, TinyProxy, TlsCloseWatch,
 };
 use crate::stalling::{Answer, Dribble, DribblingPeer, HeadRecorder, RedirectLoop, answer};
 
@@ -136,6 +138,57 @@ pub fn echo_through_a_socks5_proxy_the_client_resolving<D: Dialer>() {
 /// Echo through a `socks5h://` proxy, the proxy resolving the name.
 pub fn echo_through_a_socks5h_proxy_the_proxy_resolving<D: Dialer>() {
     echo_through::<D>(ProxyKind::Socks5h);
+}
+
+/// Through pproxy, each kind of proxy (`https://` with TLS), without and
+/// with credentials: `ws://` (and `wss://` with TLS) to `localhost` echo,
+/// through the proxy. One that requires credentials refuses a client
+/// without them or with wrong ones, so the right ones were read: pproxy
+/// looks `Proxy-Authorization` up case-sensitively, and answered 407 to
+/// correct credentials under a lower-case name.
+pub fn echo_through_pproxy_every_kind_with_and_without_credentials<D: Dialer>() {
+    let ca = TestCa::new();
+    let servers = echo_servers::<D>(&ca);
+    for kind in ProxyKind::testable(D::TLS) {
+        for credentials in [None, Some(CREDENTIALS)] {
+            let Some(proxy) = PProxy::start(kind, credentials, &ca) else {
+                return;
+            };
+            let proxy_url = proxy.url(credentials);
+            for (server, scheme) in &servers {
+                let url = server.url(scheme, "localhost");
+                let what = format!("{url} through pproxy at {proxy_url}");
+                let options = options::<D>(&ca).proxy(Proxy::from_url(&proxy_url).unwrap());
+                let dialed = D::dial_and_echo(&url, options, &what)
+                    .unwrap_or_else(|e| panic!("{what}: {e}\npproxy: {}", proxy.log()));
+                assert_eq!(dialed.peer_port, proxy.port(), "{what}");
+                assert_eq!(dialed.tls, *scheme == "wss" || kind.is_tls(), "{what}");
+            }
+            if credentials.is_none() {
+                continue;
+            }
+            let (server, scheme) = &servers[0];
+            let url = server.url(scheme, "localhost");
+            let served = server.served();
+            for refused in [None, Some(("alice", "wrong"))] {
+                let proxy_url = proxy.url(refused);
+                let options = options::<D>(&ca).proxy(Proxy::from_url(&proxy_url).unwrap());
+                let error = dial_error::<D>(&url, options);
+                // pproxy answers HTTP with 407; it ends a SOCKS5 exchange
+                // without a reply.
+                if let Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) = &error {
+                    assert!(refusal.needs_authentication(), "{proxy_url}: {error}");
+                } else {
+                    assert!(kind.is_socks(), "{proxy_url}: {error:?}");
+                }
+            }
+            assert_eq!(
+                server.served(),
+                served,
+                "{kind:?}: no refused client got through"
+            );
+        }
+    }
 }
 
 /// Credentials given to the [`Proxy`] itself (not in its URL) are sent.
@@ -530,6 +583,7 @@ macro_rules! dial_suite {
             dial::a_certificate_that_does_not_verify_fails_the_dial_with_a_tls_error,
             dial::echo_through_a_socks5_proxy_the_client_resolving,
             dial::echo_through_a_socks5h_proxy_the_proxy_resolving,
+            dial::echo_through_pproxy_every_kind_with_and_without_credentials,
             dial::basic_auth_set_on_the_proxy_is_sent,
             dial::missing_or_wrong_credentials_are_refused_naming_the_proxy,
             dial::refusals_carry_the_proxy_status,

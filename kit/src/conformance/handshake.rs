@@ -3,13 +3,17 @@
 //! at the deadline, and at once for input that cannot be a WebSocket
 //! handshake (a server answers it with an HTTP error and closes the
 //! connection). The misbehaving peers are the kit's, on threads of their
-//! own. Run by [`handshake_suite!`](crate::handshake_suite).
+//! own. Both sides accept a head with as many header fields as their
+//! [`HandshakeLimits`] allow (124 by default, tungstenite's number) and
+//! refuse one more (a server with 431). Run by
+//! [`handshake_suite!`](crate::handshake_suite).
 
 use std::net::TcpListener;
 use std::thread;
 use std::time::Instant;
 
-use lockgate::{ClientOptions, Error, ServerOptions, TimeoutKind};
+use lockgate::handshake::HandshakeLimits;
+use lockgate::{ClientOptions, Error, HandshakeFailure, ServerOptions, TimeoutKind};
 
 use super::Sockets;
 use crate::{
@@ -98,6 +102,133 @@ pub fn a_client_gives_up_on_a_silent_server_at_the_deadline<D: Sockets>() {
     server.join().unwrap();
 }
 
+/// The header limits the limit cases try: the default (124, written out:
+/// no fewer than tungstenite accepts), and configured ones below and
+/// above it.
+fn header_limits() -> [(usize, HandshakeLimits); 3] {
+    let limits = HandshakeLimits::default();
+    [
+        (124, limits),
+        (7, limits.max_headers(7)),
+        (300, limits.max_headers(300)),
+    ]
+}
+
+/// `X-Filler-N: f` lines for fields `from..to`.
+fn fillers(from: usize, to: usize) -> String {
+    (from..to).map(|i| format!("X-Filler-{i}: f\r\n")).collect()
+}
+
+/// A server accepts a request with as many header fields as its limit
+/// allows and answers one more with 431 and `Connection: close`, at once.
+pub fn a_server_accepts_as_many_header_fields_as_its_limit_and_431_past_it<D: Sockets>() {
+    for (max, limits) in header_limits() {
+        for fields in [max, max + 1] {
+            // Five fields an upgrade needs, and fillers up to `fields`.
+            let request = format!(
+                "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{}\r\n",
+                fillers(5, fields)
+            );
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = thread::spawn(move || {
+                let (tcp, _) = listener.accept().unwrap();
+                D::accept(tcp, ServerOptions::new().handshake_limits(limits)).map(drop)
+            });
+            let (answer, took) = send_and_read_answer(addr, request.as_bytes());
+            let answer = String::from_utf8_lossy(&answer);
+            let result = server.join().unwrap();
+            let what = format!("{fields} fields, at most {max}");
+            assert!(took < SOON, "{what}: closed after {took:?}");
+            if fields <= max {
+                assert!(answer.starts_with("HTTP/1.1 101 "), "{what}: {answer:?}");
+                assert!(result.is_ok(), "{what}: {result:?}");
+            } else {
+                assert!(
+                    answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+                    "{what}: {answer:?}"
+                );
+                assert!(answer.contains("\r\nConnection: close\r\n"), "{what}");
+                assert!(
+                    matches!(
+                        result,
+                        Err(Error::Handshake(HandshakeFailure::HeadTooLarge))
+                    ),
+                    "{what}: {result:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A client reads a response with as many header fields as its limit
+/// allows (a refusal, whose fields it hands back) and fails on one more.
+pub fn a_client_accepts_as_many_header_fields_as_its_limit<D: Sockets>() {
+    for (max, limits) in header_limits() {
+        for fields in [max, max + 1] {
+            let answer = format!(
+                "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n{}\r\n",
+                fillers(1, fields)
+            );
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let url = format!("ws://{}/", listener.local_addr().unwrap());
+            let server = answer_once(listener, answer.into_bytes());
+            let what = format!("{fields} fields, at most {max}");
+            let options = ClientOptions::new().handshake_limits(limits);
+            let result = D::dial_and_echo(&url, options, &what).map(drop);
+            server.join().unwrap();
+            match result {
+                Err(Error::Http(response)) if fields <= max => {
+                    assert_eq!(response.status(), 403, "{what}");
+                    assert_eq!(response.headers().len(), fields, "{what}");
+                }
+                Err(Error::Handshake(HandshakeFailure::HeadTooLarge)) if fields > max => {}
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+    }
+}
+
+/// A client opens a connection whose 101 carries as many header fields
+/// as the default limit allows: a blocking lockgate server whose callback
+/// adds them, echoing.
+#[allow(
+    clippy::result_large_err,
+    reason = "callbacks return ErrorResponse by value"
+)]
+pub fn a_client_opens_on_a_101_with_the_default_limit_of_header_fields<D: Sockets>() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    let server = thread::spawn(move || {
+        let (tcp, _) = listener.accept().unwrap();
+        tcp.set_read_timeout(Some(SOON)).unwrap();
+        let callback = |_: &lockgate::http::Request<()>,
+                        mut response: lockgate::http::Response<()>| {
+            // Connection, Upgrade and Sec-WebSocket-Accept are there.
+            let headers = response.headers_mut();
+            for i in 3..124 {
+                let name = lockgate::http::HeaderName::try_from(format!("x-filler-{i}")).unwrap();
+                headers.append(name, lockgate::http::HeaderValue::from_static("f"));
+            }
+            Ok(response)
+        };
+        let mut ws = ServerOptions::new().callback(callback).accept(tcp).unwrap();
+        // Bounded: each read returns a message or fails within SOON.
+        for _ in 0..100 {
+            match ws.read() {
+                Ok(message) if message.is_data() => ws.send(message).unwrap(),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    let what = "a 101 with 124 header fields";
+    let dialed = D::dial_and_echo(&url, ClientOptions::new(), what);
+    assert!(dialed.is_ok(), "{what}: {:?}", dialed.map(drop));
+    server.join().unwrap();
+}
+
 /// The `#[test]` functions running every handshake case of the kit for
 /// `$driver` (a type implementing [`Sockets`]).
 #[macro_export]
@@ -108,6 +239,9 @@ macro_rules! handshake_suite {
             handshake::a_server_refuses_what_is_not_a_request_at_once,
             handshake::a_client_refuses_what_is_not_a_response_at_once,
             handshake::a_client_gives_up_on_a_silent_server_at_the_deadline,
+            handshake::a_server_accepts_as_many_header_fields_as_its_limit_and_431_past_it,
+            handshake::a_client_accepts_as_many_header_fields_as_its_limit,
+            handshake::a_client_opens_on_a_101_with_the_default_limit_of_header_fields,
             deadlines::a_silent_peer_fails_the_read_with_a_timeout,
             deadlines::a_read_blocked_on_owed_output_still_fails_on_its_deadline,
             deadlines::after_the_peers_close_our_write_side_is_shut_down,
