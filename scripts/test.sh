@@ -9,7 +9,8 @@
 # loadgen's broadcast mode, scripts/fanout-test.sh), and Autobahn in both
 # modes through all three drivers. It installs what it needs on a fresh machine:
 # the Autobahn runner's venv (PyPI), the interop peers (PyPI, npm registry)
-# nats-server, tinyproxy, stunnel4, microsocks and chromium (Debian's packages).
+# nats-server, tinyproxy, stunnel4, microsocks and chromium (Debian's packages),
+# and pproxy (PyPI).
 #
 # A plain `cargo test` runs everything of the default members that needs
 # nothing but cargo: lockgate-interop, lockgate-fanout, lockgate-loadgen and
@@ -125,7 +126,7 @@ step "cargo build and test, lockgate without default features (no permessage-def
 cargo build -p lockgate --no-default-features
 cargo test -p lockgate --no-default-features
 
-step "install the proxies the proxy tests tunnel through (tinyproxy, stunnel4, microsocks) and a browser (chromium)"
+step "install the proxies the proxy tests tunnel through (tinyproxy, stunnel4, microsocks, pproxy) and a browser (chromium)"
 bash scripts/install-proxy.sh
 bash scripts/install-pproxy.sh
 bash scripts/install-debian-package.sh chromium chromium
