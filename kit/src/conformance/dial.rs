@@ -275,15 +275,15 @@ pub fn silent_peers_are_cut_short_by_the_handshake_timeout<D: Dialer>() {
         }
         let started = Instant::now();
         let error = dial_error::<D>(&route.url, options);
-        let took = started.elapsed();
+        println!("{}: {error:?} after {:?}", route.what, started.elapsed());
+        // The error's kind is the proof, not the time it took: only the
+        // deadline ends a dial to a peer that says nothing (one that never
+        // fired would outlast the silent peer, which then closes: another
+        // error). When it falls is the dial's rule, on simulated time in
+        // its unit tests.
         assert!(
             matches!(error, Error::Timeout(TimeoutKind::Handshake)),
             "{}: {error:?}",
-            route.what
-        );
-        assert!(
-            took >= timeout && took < timeout + Duration::from_secs(1),
-            "{}: {took:?}",
             route.what
         );
     }
