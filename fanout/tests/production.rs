@@ -368,6 +368,48 @@ async fn the_close_rate_policy_closes_a_flooding_client_with_1008() {
     .await;
 }
 
+/// The first scrape, before any client connected or sent anything,
+/// already lists lockgate's and the hub's series without labels, at zero,
+/// with their help and type: a `rate()` or `absent()` alert sees zeros.
+#[tokio::test]
+async fn the_first_scrape_lists_every_unlabelled_series_at_zero() {
+    let node = Process::start(&[]);
+    let scrape = Scrape::of(&node).await;
+    for name in [
+        "lockgate_connections_opened_total",
+        "lockgate_connections_open",
+        "lockgate_messages_received_total",
+        "lockgate_messages_sent_total",
+        "lockgate_bytes_received_total",
+        "lockgate_bytes_sent_total",
+        "lockgate_write_buffer_full_total",
+        "lockgate_hub_published_total",
+        "lockgate_hub_queued_total",
+        "lockgate_hub_delivered_total",
+        "lockgate_hub_dropped_total",
+        "lockgate_hub_closed_slow_total",
+        "lockgate_hub_subscribers",
+    ] {
+        assert!(
+            scrape.text.lines().any(|line| line == format!("{name} 0")),
+            "no `{name} 0` line:\n{}",
+            scrape.text
+        );
+        assert!(
+            scrape.text.contains(&format!("# HELP {name} ")),
+            "{name} undescribed"
+        );
+    }
+    // And the labelled ones whose labels are known in advance.
+    assert!(
+        scrape
+            .text
+            .contains("lockgate_timeouts_total{kind=\"keepalive\"} 0"),
+        "{}",
+        scrape.text
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_throttled_flood_is_relayed_at_the_rate_while_other_clients_are_served_promptly() {
     const RATE: usize = 100;
