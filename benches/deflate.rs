@@ -8,6 +8,12 @@
 //!   client-role context (so masked, with RSV1 set), are `feed` to a
 //!   server-role context and read back with `next_message`.
 //!
+//! - **inflate framing**: one 512 KiB message as one-byte stored blocks,
+//!   all in one frame and in one frame each (the framing that once made
+//!   inflation quadratic): the two stay within a constant factor, in
+//!   payload bytes a second (`tests/cost_bounds.rs` proves the same in
+//!   counted allocator work; this is its timing).
+//!
 //! Throughput is in payload (uncompressed) bytes. The compression ratio,
 //! wire bytes (frame headers included) per payload byte, is printed once
 //! per size and mode on stderr.
@@ -205,11 +211,73 @@ fn deflate(c: &mut Criterion) {
     }
 }
 
+/// `payload` as masked client frames of one-byte stored DEFLATE blocks,
+/// one frame per block or all in one frame.
+fn stored_one_byte_blocks(payload: &[u8], frame_per_block: bool) -> Vec<u8> {
+    use lockgate::frame::{FrameHeader, MAX_HEADER_LEN, OpCode, apply_mask};
+    let mut blocks: Vec<Vec<u8>> = payload
+        .iter()
+        .map(|&byte| vec![0x00, 0x01, 0x00, 0xfe, 0xff, byte])
+        .collect();
+    // The header byte of the empty block whose tail was stripped.
+    blocks.last_mut().expect("non-empty").push(0x00);
+    if !frame_per_block {
+        blocks = vec![blocks.concat()];
+    }
+    let mut wire = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let opcode = if i == 0 {
+            OpCode::Binary
+        } else {
+            OpCode::Continuation
+        };
+        let mut header = FrameHeader::new(opcode, block.len() as u64);
+        header.fin = i + 1 == blocks.len();
+        header.rsv1 = i == 0;
+        header.mask = Some([0x11, 0x22, 0x33, 0x44]);
+        let mut head = [0; MAX_HEADER_LEN];
+        let n = header.encode(&mut head);
+        wire.extend_from_slice(&head[..n]);
+        let start = wire.len();
+        wire.extend_from_slice(block);
+        apply_mask(&mut wire[start..], [0x11, 0x22, 0x33, 0x44]);
+    }
+    wire
+}
+
+fn inflate_framing(c: &mut Criterion) {
+    const LEN: usize = 512 << 10;
+    let payload: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 251) as u8).collect();
+    let params = modes()[0].1;
+    let mut group = c.benchmark_group("inflate framing: 512 KiB of 1-byte stored blocks");
+    group.throughput(Throughput::Bytes(LEN as u64));
+    for (name, frame_per_block) in [("one frame", false), ("one frame per block", true)] {
+        let wire = stored_one_byte_blocks(&payload, frame_per_block);
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let config = Config::default()
+                    .max_message_size(Some(64 << 20))
+                    .max_fragments(None);
+                let mut ctx = WebSocketContext::with_deflate(Role::Server, config, Some(params));
+                let mut got = 0;
+                for read in wire.chunks(128 << 10) {
+                    ctx.feed(black_box(read));
+                    while let Some(msg) = ctx.next_message().unwrap() {
+                        got += msg.len();
+                    }
+                }
+                assert_eq!(got, LEN);
+            });
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = deflate
+    targets = deflate, inflate_framing
 }
 criterion_main!(benches);

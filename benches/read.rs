@@ -17,6 +17,12 @@
 //!
 //! Every run counts the messages and their bytes and checks them at the end,
 //! so no work can be skipped.
+//!
+//! `fragmentation`: one 256 KiB binary message in one frame and in 1-byte
+//! fragments, fed to a context in 128 KiB reads, in wire bytes a second:
+//! assembly costs work per frame, not per message so far, so the two stay
+//! within a constant factor per wire byte (`tests/cost_bounds.rs` proves
+//! the same in counted allocator work; this is its timing).
 
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
@@ -218,6 +224,56 @@ fn read(c: &mut Criterion) {
     );
 }
 
+/// `payload` as masked client frames of `piece` bytes each.
+fn fragments(payload: &[u8], piece: usize) -> Vec<u8> {
+    let pieces: Vec<&[u8]> = payload.chunks(piece).collect();
+    let mut wire = Vec::new();
+    for (i, part) in pieces.iter().enumerate() {
+        let opcode = if i == 0 {
+            OpCode::Binary
+        } else {
+            OpCode::Continuation
+        };
+        let mut header = FrameHeader::new(opcode, part.len() as u64);
+        header.fin = i + 1 == pieces.len();
+        header.mask = Some(mask_key(i));
+        let mut head = [0; MAX_HEADER_LEN];
+        let n = header.encode(&mut head);
+        wire.extend_from_slice(&head[..n]);
+        let start = wire.len();
+        wire.extend_from_slice(part);
+        apply_mask(&mut wire[start..], mask_key(i));
+    }
+    wire
+}
+
+fn fragmentation(c: &mut Criterion) {
+    const LEN: usize = 256 << 10;
+    let payload: Vec<u8> = (0..LEN).map(|i| (i * 7 + i / 251) as u8).collect();
+    let mut group = c.benchmark_group("fragmentation: 256 KiB binary, per wire byte");
+    for (name, piece) in [("one frame", LEN), ("1-byte fragments", 1)] {
+        let wire = fragments(&payload, piece);
+        group.throughput(Throughput::Bytes(wire.len() as u64));
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let config = Config::default()
+                    .max_message_size(Some(64 << 20))
+                    .max_fragments(None);
+                let mut ctx = WebSocketContext::new(Role::Server, config);
+                let mut got = 0;
+                for read in wire.chunks(128 << 10) {
+                    ctx.feed(black_box(read));
+                    while let Some(msg) = ctx.next_message().unwrap() {
+                        got += msg.len();
+                    }
+                }
+                assert_eq!(got, LEN);
+            });
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     // Each iteration parses 6 to 64 MiB; ten samples settle within seconds.
@@ -226,6 +282,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = read
+    targets = read, fragmentation
 }
 criterion_main!(benches);

@@ -14,6 +14,8 @@ use lockgate::{
     TimeoutKind, WebSocketContext,
 };
 
+use metrics::Unit;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use observe_support::{Counts, recorder};
 use support::{client_frame, pair, take_output};
 
@@ -32,6 +34,100 @@ fn closes(counts: &Counts) -> Vec<(u16, &'static str, u64)> {
         }
     }
     closes
+}
+
+/// The rows of the metrics table in `lockgate::observe`'s docs: name,
+/// type, labels.
+fn documented() -> Vec<(&'static str, &'static str, &'static str)> {
+    include_str!("../src/observe/mod.rs")
+        .lines()
+        .filter_map(|line| line.strip_prefix("//! | `"))
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            (cells[0].trim_end_matches('`'), cells[1], cells[2])
+        })
+        .collect()
+}
+
+/// A recorder of this test's own, on this thread only (a fresh one: no
+/// connection has reported to it), and what was registered with it once
+/// `work` ran.
+fn registered_by(work: impl FnOnce()) -> Vec<(String, Option<Unit>, bool, DebugValue)> {
+    // Leaked: lockgate keeps handles per recorder address, which must not
+    // be reused by another recorder in this process.
+    let recorder: &'static DebuggingRecorder = Box::leak(Box::new(DebuggingRecorder::new()));
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(recorder, work);
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, unit, help, value)| {
+            let name = key.key().name().to_owned();
+            let labelled = key.key().labels().next().is_some();
+            (name, unit, labelled || help.is_none(), value)
+        })
+        .collect()
+}
+
+#[test]
+fn every_documented_series_exists_at_zero_once_registered_before_any_connection() {
+    let registered = registered_by(lockgate::observe::register_metrics);
+    let rows = documented();
+    assert_eq!(rows.len(), 11, "the table in src/observe/mod.rs: {rows:?}");
+    for (name, kind, labels) in rows {
+        let series: Vec<_> = registered.iter().filter(|s| s.0 == name).collect();
+        let zero = match kind {
+            "counter" => DebugValue::Counter(0),
+            "gauge" => DebugValue::Gauge(0.0.into()),
+            other => panic!("{name}: a {other} in the table"),
+        };
+        if labels.is_empty() {
+            // One series, unlabelled and described (unit and help), at 0.
+            assert_eq!(series.len(), 1, "{name}: {series:?}");
+            let (_, unit, labelled_or_undescribed, value) = series[0];
+            assert!(unit.is_some() && !labelled_or_undescribed, "{name}");
+            assert_eq!(*value, zero, "{name}");
+        } else if name == names::CLOSES {
+            // Its codes appear as connections close.
+            assert!(series.is_empty(), "{name}: {series:?}");
+        } else {
+            // Labels known in advance: each value at 0.
+            assert!(!series.is_empty(), "{name}");
+            assert!(series.iter().all(|s| s.3 == zero), "{name}: {series:?}");
+        }
+    }
+    // Twice is once.
+    let again = registered_by(|| {
+        lockgate::observe::register_metrics();
+        lockgate::observe::register_metrics();
+    });
+    assert_eq!(again.len(), registered.len());
+}
+
+#[test]
+fn the_first_connection_registers_every_series_without_the_call() {
+    let registered = registered_by(|| {
+        drop(WebSocketContext::new(Role::Server, Config::default()));
+    });
+    let value = |name: &str| registered.iter().find(|s| s.0 == name).map(|s| &s.3);
+    assert_eq!(
+        value(names::CONNECTIONS_OPENED),
+        Some(&DebugValue::Counter(1))
+    );
+    assert_eq!(
+        value(names::CONNECTIONS_OPEN),
+        Some(&DebugValue::Gauge(0.0.into()))
+    );
+    for name in [
+        names::MESSAGES_RECEIVED,
+        names::MESSAGES_SENT,
+        names::BYTES_RECEIVED,
+        names::BYTES_SENT,
+        names::WRITE_BUFFER_FULL,
+    ] {
+        assert_eq!(value(name), Some(&DebugValue::Counter(0)), "{name}");
+    }
 }
 
 #[test]

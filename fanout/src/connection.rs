@@ -3,7 +3,6 @@
 //! leaves or the node drains.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures_util::StreamExt;
 use tokio::net::TcpStream;
@@ -30,8 +29,10 @@ pub(crate) async fn serve(
     let mut config = node.websocket;
     if let Some(render) = &node.metrics {
         // The peek counts against the handshake's deadline: a connection
-        // gets one deadline, whatever it turns out to be.
-        let started = Instant::now();
+        // gets one deadline, whatever it turns out to be. Measured on
+        // tokio's clock, the one its timers run on (and a paused test
+        // clock moves).
+        let started = tokio::time::Instant::now();
         let limit = config.get_handshake_timeout();
         let scrape = match limit {
             Some(limit) => tokio::time::timeout(limit, scrape::asks_for_metrics(&tcp))

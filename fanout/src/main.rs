@@ -193,6 +193,10 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Every series of lockgate and of the hub at zero from the first
+    // scrape, not from the first connection or message: alerts on
+    // `rate()` or `absent()` see zeros.
+    tokio_lockgate::hub::metrics::register_metrics();
     tokio::spawn(upkeep(metrics.clone()));
     let config = args.node_config().metrics(move || metrics.render());
     let node = match Node::start(config).await {

@@ -368,6 +368,48 @@ async fn the_close_rate_policy_closes_a_flooding_client_with_1008() {
     .await;
 }
 
+/// The first scrape, before any client connected or sent anything,
+/// already lists lockgate's and the hub's series without labels, at zero,
+/// with their help and type: a `rate()` or `absent()` alert sees zeros.
+#[tokio::test]
+async fn the_first_scrape_lists_every_unlabelled_series_at_zero() {
+    let node = Process::start(&[]);
+    let scrape = Scrape::of(&node).await;
+    for name in [
+        "lockgate_connections_opened_total",
+        "lockgate_connections_open",
+        "lockgate_messages_received_total",
+        "lockgate_messages_sent_total",
+        "lockgate_bytes_received_total",
+        "lockgate_bytes_sent_total",
+        "lockgate_write_buffer_full_total",
+        "lockgate_hub_published_total",
+        "lockgate_hub_queued_total",
+        "lockgate_hub_delivered_total",
+        "lockgate_hub_dropped_total",
+        "lockgate_hub_closed_slow_total",
+        "lockgate_hub_subscribers",
+    ] {
+        assert!(
+            scrape.text.lines().any(|line| line == format!("{name} 0")),
+            "no `{name} 0` line:\n{}",
+            scrape.text
+        );
+        assert!(
+            scrape.text.contains(&format!("# HELP {name} ")),
+            "{name} undescribed"
+        );
+    }
+    // And the labelled ones whose labels are known in advance.
+    assert!(
+        scrape
+            .text
+            .contains("lockgate_timeouts_total{kind=\"keepalive\"} 0"),
+        "{}",
+        scrape.text
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_throttled_flood_is_relayed_at_the_rate_while_other_clients_are_served_promptly() {
     const RATE: usize = 100;
@@ -384,16 +426,24 @@ async fn a_throttled_flood_is_relayed_at_the_rate_while_other_clients_are_served
     }
     sink.flush().await.unwrap();
     // The flooder is subscribed to its topic: its echoes show the pace at
-    // which the node reads it.
-    let flood = tokio::spawn(async move {
-        for seq in 0..FLOOD {
-            let msg = echoes.next().await.expect("open").expect("no error");
-            assert_eq!(msg, Message::text(seq.to_string()), "in order, none lost");
+    // which the node reads it, counted as they come.
+    let relayed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let flood = tokio::spawn({
+        let relayed = relayed.clone();
+        async move {
+            for seq in 0..FLOOD {
+                let msg = echoes.next().await.expect("open").expect("no error");
+                assert_eq!(msg, Message::text(seq.to_string()), "in order, none lost");
+                relayed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            started.elapsed()
         }
-        started.elapsed()
     });
 
-    // Meanwhile another client's messages go through at once.
+    // Meanwhile another client's messages go through, each overtaking the
+    // flood: when each comes back, the flood (2 s' worth at the rate, a
+    // burst of one second's worth at once) is still being relayed. The
+    // evidence is the order of events, not their times.
     let mut slowest = Duration::ZERO;
     for seq in 0..10 {
         let sent = Instant::now();
@@ -408,20 +458,16 @@ async fn a_throttled_flood_is_relayed_at_the_rate_while_other_clients_are_served
             }
         }
         slowest = slowest.max(sent.elapsed());
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let so_far = relayed.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(
+            so_far < FLOOD,
+            "calm {seq} came back after the whole flood of {FLOOD}"
+        );
     }
-    let calm_done = started.elapsed();
-    assert!(slowest < Duration::from_millis(500), "slowest: {slowest:?}");
 
     let took = within(15, "the whole flood", flood).await.unwrap();
-    // A burst of RATE at once, then RATE a second: 2 s for 300.
-    let least = Duration::from_secs_f64(1.5);
-    assert!(took >= least, "{FLOOD} messages relayed in {took:?}");
-    assert!(took < Duration::from_secs(10), "{took:?}");
-    assert!(
-        calm_done < took,
-        "the calm messages went through during the flood"
-    );
+    // A burst of RATE at once, then RATE a second: about 2 s for 300
+    // (printed; that the node throttled is the counter below).
     eprintln!("flood of {FLOOD} at {RATE}/s relayed in {took:?}; calm slowest {slowest:?}");
     let scrape = Scrape::of(&node).await;
     assert!(
@@ -499,7 +545,10 @@ async fn a_scrape_or_an_upgrade_sent_in_pieces_is_told_apart_and_without_metrics
     node.shutdown().await;
 }
 
-#[tokio::test]
+/// On tokio's paused clock (`start_paused`): the node runs in this
+/// runtime, and its peek and handshake deadlines on the same simulated
+/// clock as the test's, so the time asserted is exact, not the machine's.
+#[tokio::test(start_paused = true)]
 async fn a_silent_connection_gets_one_handshake_deadline_peek_included() {
     use lockgate_fanout::{Node, NodeConfig};
     use tokio::io::AsyncReadExt;
@@ -513,7 +562,7 @@ async fn a_silent_connection_gets_one_handshake_deadline_peek_included() {
     let mut tcp = tokio::net::TcpStream::connect(node.local_addr())
         .await
         .unwrap();
-    let connected = Instant::now();
+    let connected = tokio::time::Instant::now();
     let mut answer = Vec::new();
     // Whatever the answer, the connection ends.
     let _ = within(
@@ -523,8 +572,11 @@ async fn a_silent_connection_gets_one_handshake_deadline_peek_included() {
     )
     .await;
     let took = connected.elapsed();
-    assert!(took >= DEADLINE - Duration::from_millis(50), "{took:?}");
-    assert!(took < DEADLINE + Duration::from_millis(400), "{took:?}");
+    // One deadline, not one for the peek and another for the handshake.
+    assert!(
+        took >= DEADLINE && took < 2 * DEADLINE,
+        "{took:?} (simulated)"
+    );
     assert_eq!(node.stats().handshake_failed, 1);
     node.shutdown().await;
 }

@@ -1,5 +1,8 @@
 //! [`CountingAlloc`]: a global allocator that counts the heap a thread
-//! uses, for tests that bound what an input costs in memory.
+//! uses, for tests that bound what an input costs in memory, and the
+//! allocator work it causes (calls, and bytes handed out, reallocations
+//! included), for tests that bound what it costs in work: counted, so the
+//! bound holds whatever else the machine is doing.
 //!
 //! A test binary opts in with
 //!
@@ -25,6 +28,17 @@ thread_local! {
     // they are usable from inside the allocator.
     static IN_USE: Cell<isize> = const { Cell::new(0) };
     static PEAK: Cell<isize> = const { Cell::new(0) };
+    static CALLS: Cell<usize> = const { Cell::new(0) };
+    static TRAFFIC: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One allocation or reallocation of `size` bytes: counted as work. A
+/// reallocation counts its whole new size, what it may copy and what it
+/// adds, so growing a buffer by a byte at a time costs quadratic traffic
+/// and doubling it costs linear traffic.
+fn work(size: usize) {
+    let _ = CALLS.try_with(|calls| calls.set(calls.get() + 1));
+    let _ = TRAFFIC.try_with(|traffic| traffic.set(traffic.get() + size));
 }
 
 fn record(delta: isize) {
@@ -46,6 +60,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let ptr = unsafe { System.alloc(layout) };
         if !ptr.is_null() {
             record(layout.size() as isize);
+            work(layout.size());
         }
         ptr
     }
@@ -55,6 +70,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let ptr = unsafe { System.alloc_zeroed(layout) };
         if !ptr.is_null() {
             record(layout.size() as isize);
+            work(layout.size());
         }
         ptr
     }
@@ -70,6 +86,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let new = unsafe { System.realloc(ptr, layout, new_size) };
         if !new.is_null() {
             record(new_size as isize - layout.size() as isize);
+            work(new_size);
         }
         new
     }
@@ -79,6 +96,8 @@ unsafe impl GlobalAlloc for CountingAlloc {
 #[derive(Debug, Clone, Copy)]
 pub struct HeapUse {
     base: isize,
+    calls: usize,
+    traffic: usize,
 }
 
 impl HeapUse {
@@ -87,7 +106,27 @@ impl HeapUse {
     pub fn start() -> Self {
         let base = IN_USE.with(Cell::get);
         PEAK.with(|peak| peak.set(base));
-        Self { base }
+        Self {
+            base,
+            calls: CALLS.with(Cell::get),
+            traffic: TRAFFIC.with(Cell::get),
+        }
+    }
+
+    /// Calls to `alloc`, `alloc_zeroed` and `realloc` since
+    /// [`HeapUse::start`].
+    pub fn calls(&self) -> usize {
+        CALLS.with(Cell::get) - self.calls
+    }
+
+    /// Bytes the allocator handed out since [`HeapUse::start`]: the size
+    /// of every allocation and the new size of every reallocation (an
+    /// upper bound of the bytes it moved plus those it added). Work done
+    /// through the allocator, in counted units: a buffer grown by exact
+    /// fits, once per piece, costs quadratic traffic; grown by doubling,
+    /// linear.
+    pub fn traffic(&self) -> usize {
+        TRAFFIC.with(Cell::get) - self.traffic
     }
 
     /// Bytes in use above the baseline (0 if less is in use).

@@ -332,6 +332,20 @@ async fn subscribe(
     }
 }
 
+/// When message `seq` is due at `rate` a second: `seq / rate` seconds
+/// after the start, in nanoseconds.
+fn due_at_ns(seq: u64, rate: f64) -> u64 {
+    (seq as f64 / rate * 1e9) as u64
+}
+
+/// How many of the `n` messages from `seq` on go out `elapsed_ns` after
+/// the start at `rate` a second: those due by then (behind schedule, they
+/// go out together), and at least the one that was waited for.
+fn due_now(seq: u64, n: usize, elapsed_ns: u64, rate: f64) -> usize {
+    let due = (elapsed_ns as f64 * rate / 1e9) as u64 + 1;
+    n.min(due.saturating_sub(seq).max(1) as usize)
+}
+
 /// Sends batches until the budget is spent, keeping at most a window of
 /// its messages unconfirmed (not yet read back from its own node), and a
 /// window not yet received by every connection. With a `rate`, what is
@@ -418,16 +432,13 @@ async fn publish(
             break false;
         }
         if let Some(rate) = rate {
-            // Message `seq` is due `seq / rate` seconds after the start.
-            let due_ns = start_ns + (seq as f64 / rate * 1e9) as u64;
+            let due_ns = start_ns + due_at_ns(seq, rate);
             let now = shared.now_ns();
             if due_ns > now {
                 tokio::time::sleep(Duration::from_nanos(due_ns - now)).await;
             }
-            // Behind schedule, the messages due by now go out together.
             let elapsed_ns = shared.now_ns().saturating_sub(start_ns);
-            let due = (elapsed_ns as f64 * rate / 1e9) as u64 + 1;
-            n = n.min(due.saturating_sub(seq).max(1) as usize);
+            n = due_now(seq, n, elapsed_ns, rate);
         }
         match credits.acquire_many(n as u32).await {
             Ok(permit) => permit.forget(),
@@ -489,6 +500,26 @@ async fn publish(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pace of `--rate`, on simulated time: 50 messages at 500 a
+    /// second, the last due 98 ms in, one at a time when on schedule and
+    /// what is due at once when behind.
+    #[test]
+    fn a_rate_spaces_messages_by_its_period() {
+        const MS: u64 = 1_000_000;
+        let rate = 500.0;
+        assert_eq!(due_at_ns(0, rate), 0);
+        // Within a nanosecond: the period is not a binary fraction.
+        assert!(due_at_ns(1, rate).abs_diff(2 * MS) <= 1);
+        assert!(due_at_ns(49, rate).abs_diff(98 * MS) <= 1);
+        // On schedule: one message per wake, whatever the batch.
+        assert_eq!(due_now(10, 64, due_at_ns(10, rate), rate), 1);
+        // 10 ms behind: the five due since go out together.
+        assert_eq!(due_now(10, 64, due_at_ns(10, rate) + 9 * MS, rate), 5);
+        // Never more than the batch, never none.
+        assert_eq!(due_now(0, 3, 1000 * MS, rate), 3);
+        assert_eq!(due_now(10, 64, 0, rate), 1);
+    }
 
     #[test]
     fn topic_urls_get_the_topic_path_unless_they_have_one() {

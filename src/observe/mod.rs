@@ -65,6 +65,19 @@
 //! exporter's `install`) before connections open: a thread-local recorder
 //! is supported only while there are few of them.
 //!
+//! ## From the first scrape
+//!
+//! Registering is what makes a series exist, at zero: every series of the
+//! table without labels, and those whose labels are known in advance
+//! (`lockgate_timeouts_total` by `kind`, `lockgate_handshake_failures_total`
+//! by `reason`, `lockgate_rate_limit_actions_total` by `action`; not
+//! `lockgate_closes_total`, whose codes appear as connections close).
+//! That happens by itself when lockgate first reports to a recorder (the
+//! first connection opens, or the first handshake fails); call
+//! [`register_metrics`] right after installing a recorder so the series
+//! are there before that, from the first scrape: an alert on `rate()` or
+//! `absent()` then sees zeros, not nothing.
+//!
 //! # Tracing
 //!
 //! Each connection has a `websocket` span (target `lockgate`, level DEBUG)
@@ -102,6 +115,42 @@ pub(crate) use spans::ConnectionSpan;
 use crate::config::Role;
 use crate::error::{CapacityError, Error, HandshakeFailure, ProtocolError};
 pub(crate) use crate::proto::RateLimitAction;
+
+/// Registers and describes (help text, unit) lockgate's metrics with the
+/// current recorder, each at zero: every series of the
+/// [table](crate::observe#metrics) without labels, and those whose labels are known
+/// in advance (see [From the first scrape](crate::observe#from-the-first-scrape)).
+///
+/// Call it right after installing a recorder, so that a scrape before the
+/// first connection already lists them. Calling it again, or opening
+/// connections, registers nothing twice: the handles are kept per
+/// recorder. Without it they are registered when lockgate first reports
+/// to the recorder.
+///
+/// # Examples
+///
+/// ```
+/// use lockgate::observe::names;
+/// use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+///
+/// // A recorder (an exporter's `install` makes a global one), then:
+/// let recorder = DebuggingRecorder::new();
+/// let snapshotter = recorder.snapshotter();
+/// metrics::with_local_recorder(&recorder, lockgate::observe::register_metrics);
+///
+/// // No connection yet, and the counters are there, at zero.
+/// let snapshot = snapshotter.snapshot().into_vec();
+/// let received = snapshot
+///     .iter()
+///     .find(|(key, ..)| key.key().name() == names::MESSAGES_RECEIVED)
+///     .expect("registered");
+/// assert_eq!(received.3, DebugValue::Counter(0));
+/// ```
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub fn register_metrics() {
+    counters::register();
+}
 
 /// Which side closed a connection first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,6 +1,6 @@
-//! Keepalive and close deadlines of the tokio driver: on loopback TCP, a
-//! split read half giving up on a silent peer while the write half idles;
-//! on a paused clock,
+//! Keepalive and close deadlines of the tokio driver, every one on tokio's
+//! paused clock (`start_paused`): on loopback TCP, a split read half
+//! giving up on a silent peer while the write half idles; over a pipe,
 //! the keepalive failure at exactly the time the rule says, and the pongs
 //! to keepalive pings consumed (by `read` and the `Stream`) while the
 //! application's pongs and unsolicited ones are returned. What a silent or
@@ -8,19 +8,19 @@
 //! FIN after the closing handshake, are the conformance kit's cases
 //! (tests/kit.rs).
 //!
-//! Lower time bounds are what the rules in lockgate's `proto/timers.rs`
-//! guarantee (the clock starts before the `read` that arms the first
-//! deadline); upper bounds are generous, for a loaded machine.
+//! Every elapsed time asserted here is the paused clock's
+//! (`tokio::time::Instant`), which moves only to the next timer when
+//! every task waits: simulated, exact, whatever the machine's load.
 
 use lockgate_kit as support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use support::{PING_THEN_1011, RawPeer, has_close, parse_frames, summary};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::time::{sleep_until, timeout};
+use tokio::time::{Instant, sleep_until, timeout};
 use tokio_lockgate::{
     Config, Error, Message, Role, ServerOptions, TimeoutKind, WebSocketContext, WebSocketStream,
     accept_async_with,
@@ -58,7 +58,7 @@ fn keepalive(interval: Duration, timeout: Duration) -> Config {
         .ping_timeout(Some(timeout))
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_split_read_half_fails_on_a_silent_peer_while_the_write_half_idles() {
     let interval = 300 * MS;
     let (ws, mut peer) = server_and_raw_peer(keepalive(interval, interval)).await;
@@ -68,10 +68,10 @@ async fn a_split_read_half_fails_on_a_silent_peer_while_the_write_half_idles() {
     let took = start.elapsed();
     match result {
         Ok(Err(Error::Timeout(TimeoutKind::Keepalive))) => {}
-        other => panic!("{other:?} after {took:?}"),
+        other => panic!("{other:?} after {took:?} (simulated)"),
     }
-    assert!(took >= 2 * interval, "failed early, {took:?}");
-    assert!(took < 5 * SECOND, "failed late, {took:?}");
+    // Simulated time: the interval to the ping, the timeout after it.
+    assert_eq!(took, 2 * interval, "simulated");
 
     let received = peer.receive(LIMIT, has_close);
     assert_eq!(summary(&received.frames), PING_THEN_1011, "{received:?}");
@@ -89,16 +89,17 @@ async fn a_silent_peer_fails_at_exactly_interval_plus_timeout_on_a_paused_clock(
         ours,
         WebSocketContext::new(Role::Server, keepalive(interval, ping_timeout)),
     );
-    let start = tokio::time::Instant::now();
-    let real = Instant::now();
+    let start = Instant::now();
+    let real = std::time::Instant::now();
     let result = ws.read().await;
     assert!(
         matches!(result, Err(Error::Timeout(TimeoutKind::Keepalive))),
         "{result:?}"
     );
-    assert_eq!(start.elapsed(), interval + ping_timeout);
-    // Virtual time only: no real wait for the deadlines.
-    assert!(real.elapsed() < interval, "{:?}", real.elapsed());
+    assert_eq!(start.elapsed(), interval + ping_timeout, "simulated");
+    // Virtual time only: no real wait for the deadlines (printed; the
+    // exact simulated time above is the assertion).
+    println!("{:?} of the wall clock", real.elapsed());
 
     // The peer end, read only now: the ping, then the 1011 close.
     drop(ws);
@@ -112,7 +113,7 @@ async fn a_silent_peer_fails_at_exactly_interval_plus_timeout_on_a_paused_clock(
 /// application's ping "app" an unsolicited pong "heartbeat" and then
 /// "bye". Returns the payloads of the other (keepalive) pings it saw once
 /// the closing handshake completed.
-async fn echoing_peer<S>(mut ws: WebSocketStream<S>, send_at: tokio::time::Instant) -> Vec<Vec<u8>>
+async fn echoing_peer<S>(mut ws: WebSocketStream<S>, send_at: Instant) -> Vec<Vec<u8>>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -154,7 +155,7 @@ async fn keepalive_pongs_are_consumed_and_other_pongs_returned_on_a_paused_clock
     let peer_config = Config::default().ping_interval(None);
     let peer =
         WebSocketStream::from_context(theirs, WebSocketContext::new(Role::Client, peer_config));
-    let start = tokio::time::Instant::now();
+    let start = Instant::now();
     let peer = tokio::spawn(echoing_peer(peer, start + quiet));
 
     // Keepalive pings go out and are answered; the stream yields nothing

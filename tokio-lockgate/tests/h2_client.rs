@@ -465,7 +465,7 @@ async fn dial_request(
 }
 
 /// Servers that stop answering at each step of the dial: the handshake
-/// deadline ends it with `Timeout(Handshake)`, on time.
+/// deadline ends it with `Timeout(Handshake)`.
 #[tokio::test]
 async fn silent_servers_time_out_at_every_step() {
     let ca = TestCa::new();
@@ -485,16 +485,15 @@ async fn silent_servers_time_out_at_every_step() {
             )));
         let started = Instant::now();
         let result = dial(&format!("wss://{addr}/ws"), options).await;
-        let took = started.elapsed();
+        println!("{silence:?}: after {:?}", started.elapsed());
+        // The error's kind is the evidence: the server stays silent, so
+        // only the deadline ends the dial with a timeout (`dial` has its
+        // own hang guard). When it falls is asserted on a paused clock in
+        // tests/deadlines.rs and the core's unit tests.
         assert!(
             matches!(result, Err(Error::Timeout(TimeoutKind::Handshake))),
             "{silence:?}: {:?}",
             result.map(|(ws, _)| ws.get_ref().is_http2())
-        );
-        assert!(took >= deadline, "{silence:?}: {took:?}");
-        assert!(
-            took < deadline + Duration::from_secs(1),
-            "{silence:?}: {took:?}"
         );
     }
 }

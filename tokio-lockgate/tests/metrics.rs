@@ -6,6 +6,8 @@
 use lockgate_kit::observe as observe_support;
 
 use lockgate::observe::names;
+use metrics::Unit;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use observe_support::recorder;
 use tokio::io::AsyncWriteExt;
 use tokio_lockgate::hub::metrics::names as hub;
@@ -14,6 +16,71 @@ use tokio_lockgate::{
     CloseCode, CloseFrame, Config, Error, Message, PreparedMessage, Role, WebSocketStream,
     accept_async,
 };
+
+/// The rows of the table in `tokio_lockgate::hub::metrics`'s docs: name
+/// and type.
+fn documented() -> Vec<(&'static str, &'static str)> {
+    include_str!("../src/hub/metrics.rs")
+        .lines()
+        .filter_map(|line| line.strip_prefix("//! | `"))
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            (cells[0].trim_end_matches('`'), cells[1])
+        })
+        .collect()
+}
+
+/// What is registered with a fresh recorder of this thread once `work`
+/// ran: name, unit, described, value.
+fn registered_by(work: impl FnOnce()) -> Vec<(String, Option<Unit>, bool, DebugValue)> {
+    // Leaked: the handles are kept per recorder address, which must not be
+    // reused by another recorder in this process.
+    let recorder: &'static DebuggingRecorder = Box::leak(Box::new(DebuggingRecorder::new()));
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(recorder, work);
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, unit, help, value)| {
+            let name = key.key().name().to_owned();
+            (name, unit, help.is_some(), value)
+        })
+        .collect()
+}
+
+#[test]
+fn every_documented_series_exists_at_zero_once_registered_before_any_hub() {
+    let registered = registered_by(tokio_lockgate::hub::metrics::register_metrics);
+    let rows = documented();
+    assert_eq!(rows.len(), 7, "the table in src/hub/metrics.rs: {rows:?}");
+    for (name, kind) in rows {
+        let series: Vec<_> = registered.iter().filter(|s| s.0 == name).collect();
+        assert_eq!(series.len(), 1, "{name}: {series:?}");
+        let (_, unit, described, value) = series[0];
+        assert!(unit.is_some() && *described, "{name}");
+        match kind {
+            "counter" => assert_eq!(*value, DebugValue::Counter(0), "{name}"),
+            "gauge" => assert_eq!(*value, DebugValue::Gauge(0.0.into()), "{name}"),
+            "histogram" => assert_eq!(*value, DebugValue::Histogram(Vec::new()), "{name}"),
+            other => panic!("{name}: a {other} in the table"),
+        }
+    }
+    // And lockgate's own (its test checks every one of them).
+    let received = registered
+        .iter()
+        .find(|s| s.0 == names::MESSAGES_RECEIVED)
+        .expect("lockgate's counters too");
+    assert_eq!(received.3, DebugValue::Counter(0));
+}
+
+#[test]
+fn a_new_hub_registers_the_hubs_series() {
+    let registered = registered_by(|| drop(Hub::new(HubConfig::default())));
+    for (name, _) in documented() {
+        assert!(registered.iter().any(|s| s.0 == name), "{name}");
+    }
+}
 
 #[tokio::test]
 async fn a_known_workload_counts_exactly() {

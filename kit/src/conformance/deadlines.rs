@@ -4,6 +4,14 @@
 //! the answer it owes to a peer that stopped reading; after the peer's
 //! close, our write side is shut down (the peer reads our FIN while the
 //! connection is still held). Run by [`handshake_suite!`](crate::handshake_suite).
+//!
+//! No assertion here reads a clock: a case shows its rule by what the
+//! peer observed (the ping before the 1011 close, our close) and the
+//! error's kind, and a [`HangGuard`] turns a deadline that never fires
+//! into a failure instead of a hung run. When each deadline falls is
+//! asserted on simulated time: the core's `Instant`s in
+//! `src/proto/timers.rs`, tokio's paused clock in tokio-lockgate's
+//! `tests/deadlines.rs`.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -55,12 +63,11 @@ pub fn a_silent_peer_fails_the_read_with_a_timeout<D: Sockets>() {
         let result = ws.read();
         let took = start.elapsed();
         drop(guard);
+        println!("{name}: {result:?} after {took:?}");
         match result {
             Err(Error::Timeout(kind)) if kind == case.kind => {}
-            other => panic!("{name}: {other:?} after {took:?}"),
+            other => panic!("{name}: {other:?}"),
         }
-        assert!(took >= case.at_least, "{name}: failed early, {took:?}");
-        assert!(took < case.within, "{name}: failed late, {took:?}");
         assert!(matches!(ws.read(), Err(Error::AlreadyClosed)), "{name}");
 
         let received = peer.receive(LIMIT, has_close);
@@ -83,17 +90,17 @@ pub fn a_read_blocked_on_owed_output_still_fails_on_its_deadline<D: Sockets>() {
         ws.write(Message::binary(vec![0; STALLED_OUTPUT])).unwrap();
         assert_eq!(ws.buffered_output(), STALLED_OUTPUT + 10, "{name}: queued");
         peer.stream.write_all(&case.trigger).unwrap();
-        let start = Instant::now();
         let trigger = ws.read();
         let result = ws.read();
-        let took = start.elapsed();
         drop(guard);
         assert!(trigger.is_ok(), "{name}: {trigger:?}");
+        // Within the hang guard's time, which a deadline blocked behind
+        // the stalled write would outlast: the guard's shutdown would fail
+        // the read with an I/O error instead.
         match result {
             Err(Error::Timeout(kind)) if kind == case.kind => {}
-            other => panic!("{name}: {other:?} after {took:?}"),
+            other => panic!("{name}: {other:?}"),
         }
-        assert!(took < case.within, "{name}: failed late, {took:?}");
         // Some of the output stayed behind: the write really was blocked.
         assert!(ws.buffered_output() > 0, "{name}: everything went out");
     }
@@ -127,27 +134,21 @@ pub fn after_the_peers_close_our_write_side_is_shut_down<D: Sockets>() {
 
 /// A peer that answers every keepalive ping stays connected: the pongs are
 /// consumed, never returned, and the read returns the peer's message when
-/// it comes, however many intervals later; the closing handshake then
-/// completes.
+/// it comes, however many intervals later (here: after [`PINGS_FIRST`]
+/// pings answered, counted by the peer, not timed); the closing handshake
+/// then completes.
 pub fn a_peer_that_answers_pings_stays_connected<D: Sockets>() {
-    const QUIET: Duration = Duration::from_secs(2);
+    const PINGS_FIRST: usize = 3;
     let interval = Duration::from_millis(300);
     let config = Config::default()
         .ping_interval(Some(interval))
         .ping_timeout(Some(interval));
     let (mut ws, mut peer, guard) = server_and_raw_peer::<D>(config);
-    let start = Instant::now();
-    let answering = std::thread::spawn(move || {
-        peer.answer_pings_until_closed(start + QUIET, "still here", QUIET + LIMIT)
-    });
+    let answering =
+        std::thread::spawn(move || peer.answer_pings_until_closed(PINGS_FIRST, "still here", HANG));
+    // One read through every keepalive round until the peer speaks.
     let received = ws.read();
-    let took = start.elapsed();
-    assert_eq!(
-        received.unwrap(),
-        Message::text("still here"),
-        "after {took:?}"
-    );
-    assert!(took >= QUIET, "{took:?}");
+    assert_eq!(received.unwrap(), Message::text("still here"));
     ws.close(None).unwrap();
     let mut end = None;
     for _ in 0..10 {
@@ -162,5 +163,5 @@ pub fn a_peer_that_answers_pings_stays_connected<D: Sockets>() {
     drop(guard);
     assert!(matches!(end, Some(Err(Error::ConnectionClosed))), "{end:?}");
     let pings = answering.join().unwrap();
-    assert!(pings >= 2, "the peer answered {pings} pings in {QUIET:?}");
+    assert!(pings >= PINGS_FIRST, "the peer answered {pings} pings");
 }

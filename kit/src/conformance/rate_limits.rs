@@ -1,9 +1,14 @@
 //! Rate limits over a real socket, against a [`RawPeer`](crate::RawPeer) that floods: a
 //! throttled read hands messages over no faster than the limit allows and
 //! keeps the connection, and the Close policy fails the read with the
-//! limit that was overrun and tells the peer 1008. The only use of the
-//! clock is the bound "at most burst + rate x elapsed", which a slow
-//! machine only makes easier to meet. Run by
+//! limit that was overrun and tells the peer 1008. No assertion reads a
+//! clock: the pace itself (the burst at once, then one message per
+//! refill) is asserted on simulated time, in the core's unit tests
+//! (`src/proto/rate_limit.rs`) and on tokio's paused clock
+//! (tokio-lockgate's `tests/rate_limits.rs`); over a real socket each
+//! driver shows it waits out the throttle without losing, reordering or
+//! closing anything, and the flooding tests show by counts that a flood
+//! is still held back while another connection is served. Run by
 //! [`handshake_suite!`](crate::handshake_suite).
 
 use std::io::Write;
@@ -24,15 +29,10 @@ pub const BURST: u32 = 10;
 /// The most a step that should be instant may take.
 const LIMIT: Duration = Duration::from_secs(10);
 
-/// At most this many messages may be handed over in `elapsed`.
-pub fn allowed(elapsed: Duration) -> usize {
-    BURST as usize + (f64::from(RATE) * elapsed.as_secs_f64()).ceil() as usize
-}
-
 /// A peer sends 30 messages at once to a connection limited to 20 a
-/// second after a burst of 10: each is returned, in order, none sooner
-/// than the limit allows (so the last no sooner than a second in), and
-/// the connection stays open.
+/// second after a burst of 10: the read waits out the throttle (about a
+/// second, printed) and returns each, in order, and the connection stays
+/// open.
 pub fn a_throttled_read_keeps_the_pace_and_the_connection<D: Sockets>() {
     let limit = RateLimit::messages_per_second(RATE).message_burst(BURST);
     let (mut ws, mut peer, guard) = server_and_raw_peer::<D>(Config::default().rate_limit(limit));
@@ -46,12 +46,11 @@ pub fn a_throttled_read_keeps_the_pace_and_the_connection<D: Sockets>() {
             Ok(Message::Text(text)) => assert_eq!(text.as_str(), format!("{i:02}")),
             other => panic!("message {i}: {other:?}"),
         }
-        let elapsed = start.elapsed();
-        assert!(
-            i < allowed(elapsed),
-            "message {i} after {elapsed:?}: more than {BURST} + {RATE}/s"
-        );
     }
+    println!(
+        "30 messages at {BURST} + {RATE}/s: {:?} (the limit allows 1 s at the least)",
+        start.elapsed()
+    );
     ws.write(Message::text("still open")).unwrap();
     ws.close(None).unwrap();
     drop(guard);
@@ -94,15 +93,16 @@ pub fn the_close_policy_fails_the_read_and_tells_the_peer_1008<D: Sockets>() {
 }
 
 /// The bound a flooding peer's echoes keep while another connection of the
-/// same server is served: `flooded` of `flood` messages in `elapsed` is no
-/// more than the limit allows, and the flood is still being throttled.
-pub fn assert_throttled_while_another_is_served(flooded: usize, flood: usize, elapsed: Duration) {
+/// same server is served, in counts: at least the burst came back, and
+/// not the whole `flood` (`flood` is many seconds' worth at the limit):
+/// the flood is still being throttled while the other is answered.
+pub fn assert_throttled_while_another_is_served(flooded: usize, flood: usize) {
     assert!(
-        flooded <= allowed(elapsed),
-        "{flooded} echoes in {elapsed:?}: more than {BURST} + {RATE}/s"
+        flooded >= BURST as usize,
+        "{flooded} echoes: not even the burst"
     );
     assert!(
         flooded < flood,
-        "still throttled while the other was served"
+        "{flooded} of {flood} echoed: no longer throttled while the other was served"
     );
 }

@@ -19,6 +19,13 @@
 //! histogram of what each burst took rather than a gauge of what is
 //! waiting: exact without any shared count that publishers and
 //! connections would both update.
+//!
+//! Every series exists, at zero, once it is registered with the recorder:
+//! when the first [`Hub`](super::Hub) is made, or the hub first reports
+//! to it. Call [`register_metrics`] right after installing a recorder to
+//! have these and lockgate's own listed from the first scrape, before any
+//! hub or connection exists (an alert on `rate()` or `absent()` then sees
+//! zeros, not nothing).
 
 use ::lockgate::observe::PerRecorder;
 use ::metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
@@ -41,6 +48,42 @@ pub mod names {
     pub const SUBSCRIBERS: &str = "lockgate_hub_subscribers";
     /// Histogram: messages a subscriber took in one burst.
     pub const BURST_MESSAGES: &str = "lockgate_hub_burst_messages";
+}
+
+/// Registers and describes (help text, unit) every metric of the hub
+/// ([table](self)) and of lockgate's connections
+/// ([`lockgate::observe::register_metrics`]) with the current recorder,
+/// each at zero.
+///
+/// Call it right after installing a recorder, so that a scrape before the
+/// first hub or connection already lists them. Registering twice
+/// registers nothing twice: the handles are kept per recorder.
+///
+/// # Examples
+///
+/// ```
+/// use metrics_util::debugging::DebuggingRecorder;
+/// use tokio_lockgate::hub::metrics::names;
+///
+/// // A recorder (an exporter's `install` makes a global one), then:
+/// let recorder = DebuggingRecorder::new();
+/// let snapshotter = recorder.snapshotter();
+/// metrics::with_local_recorder(&recorder, tokio_lockgate::hub::metrics::register_metrics);
+///
+/// let snapshot = snapshotter.snapshot().into_vec();
+/// let registered = |name: &str| snapshot.iter().any(|(key, ..)| key.key().name() == name);
+/// assert!(registered(names::SUBSCRIBERS));
+/// assert!(registered(tokio_lockgate::lockgate::observe::names::MESSAGES_RECEIVED));
+/// ```
+pub fn register_metrics() {
+    ::lockgate::observe::register_metrics();
+    register_hub();
+}
+
+/// Registers the hub's handles with the current recorder, if it has none
+/// yet (a hub was made).
+pub(super) fn register_hub() {
+    with_handles(|_| {});
 }
 
 /// One publish: what it queued, dropped and closed.

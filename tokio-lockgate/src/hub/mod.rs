@@ -190,8 +190,12 @@ struct HubInner {
 }
 
 impl Hub {
-    /// A hub without topics.
+    /// A hub without topics. With the `metrics` feature, the hub's series
+    /// are registered with the current recorder, at zero (see the
+    /// `metrics` module).
     pub fn new(config: HubConfig) -> Self {
+        #[cfg(feature = "metrics")]
+        metrics::register_hub();
         Self {
             inner: Arc::new(HubInner {
                 config,
