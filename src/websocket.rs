@@ -442,6 +442,7 @@ impl<S: Read + Write> WebSocket<S> {
                 Next::Transmit => self.transmit(),
                 Next::Flush => self.flush_stream(),
                 Next::Receive => self.receive(),
+                Next::Discard => self.discard(),
                 Next::Wait => {
                     self.wait();
                     Ok(())
@@ -461,7 +462,7 @@ impl<S: Read + Write> WebSocket<S> {
             };
             let go_on = is_timeout(&error)
                 && match next {
-                    Next::Receive => self.deadline_passed(),
+                    Next::Receive | Next::Discard => self.deadline_passed(),
                     // A read blocked on owed output still honours its
                     // deadlines (the write was bounded by the next one).
                     _ => {
@@ -558,6 +559,22 @@ impl<S: Read + Write> WebSocket<S> {
         }
         output.advance(written);
         Ok(())
+    }
+
+    /// One read of a lingering close, whose bytes the context throws
+    /// away: none once its deadline passed (a peer that never stops
+    /// sending must not hold the thread past it), and none on a stream
+    /// whose reads this driver cannot time out, which reports that it
+    /// would block instead (as a non-blocking stream does), so the failure
+    /// is reported without lingering.
+    fn discard(&mut self) -> io::Result<()> {
+        if self.deadline_passed() {
+            return Ok(());
+        }
+        if !self.read_timer.bounds_reads() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.receive()
     }
 
     /// One read into the context, bounded by the next deadline where the

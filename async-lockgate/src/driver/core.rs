@@ -229,6 +229,19 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
                         context.input_ended();
                     }
                 }),
+                // A lingering close: its deadline is checked before every
+                // read, so a peer that never stops sending cannot hold the
+                // task past it.
+                Next::Discard => {
+                    if self.timer.poll(context, cx) {
+                        continue;
+                    }
+                    R::poll_receive(stream, cx, context).map_ok(|n| {
+                        if n == 0 {
+                            context.input_ended();
+                        }
+                    })
+                }
                 // A failed shutdown changes nothing: the closing handshake
                 // is complete either way.
                 Next::Shutdown => R::poll_shutdown(stream, wcx).map(|_| {

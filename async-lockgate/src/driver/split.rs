@@ -441,6 +441,23 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
                         }
                     })
                 }
+                // A lingering close: the deadline is checked before every
+                // read (see the whole stream's loop).
+                Next::Discard => {
+                    let Receiver {
+                        context,
+                        read,
+                        timer,
+                    } = self;
+                    if timer.poll(context, cx) {
+                        continue;
+                    }
+                    R::poll_receive(Pin::new(read), cx, context).map_ok(|n| {
+                        if n == 0 {
+                            context.input_ended();
+                        }
+                    })
+                }
                 // A rate limit holds the next message back: only the timer.
                 Next::Wait => Poll::Pending,
                 Next::Done => unreachable!("a read ends with a message"),
