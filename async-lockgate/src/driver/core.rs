@@ -279,10 +279,14 @@ impl<R: Runtime> DeadlineTimer<R> {
         let Some(deadline) = context.waiting(now) else {
             return false;
         };
-        // No timer to wait on (tokio's, polled outside a runtime):
-        // deadlines are handled when a read returns.
+        // No timer to wait on (tokio's, polled outside a runtime): a
+        // deadline is handled once it passed, when the read is polled again.
         let Some(timer) = self.armed_for(deadline) else {
-            return false;
+            if deadline > now {
+                return false;
+            }
+            context.handle_timeout(now);
+            return true;
         };
         if deadline > now && timer.poll(cx).is_pending() {
             return false;
