@@ -15,10 +15,14 @@ use lockgate::{Config, TimeoutKind};
 
 use super::{WireFrame, client_frame, parse_complete_frames};
 
-/// A client upgrade request with the RFC 6455 section 1.3 key.
-const UPGRADE_REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+/// A client upgrade request for `path` with the RFC 6455 section 1.3 key.
+fn upgrade_request(path: &str) -> String {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
 Upgrade: websocket\r\nConnection: Upgrade\r\n\
-Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+}
 
 /// How long one read of the raw peer waits before it looks at the clock.
 const POLL: Duration = Duration::from_millis(50);
@@ -41,9 +45,16 @@ pub struct Received {
 impl RawPeer {
     /// Connects to `addr` (127.0.0.1) and sends the upgrade request.
     pub fn connect(addr: SocketAddr) -> Self {
+        Self::connect_to(addr, "/")
+    }
+
+    /// Connects to `addr` (127.0.0.1) and asks to upgrade `path`.
+    pub fn connect_to(addr: SocketAddr, path: &str) -> Self {
         assert!(addr.ip().is_loopback(), "{addr}");
         let mut stream = TcpStream::connect(addr).expect("connect");
-        stream.write_all(UPGRADE_REQUEST).expect("send the request");
+        stream
+            .write_all(upgrade_request(path).as_bytes())
+            .expect("send the request");
         Self { stream }
     }
 
