@@ -294,7 +294,15 @@ impl<S: Read + Write> WebSocket<S> {
     ///   [`Error::AlreadyClosed`].
     /// - [`Error::Protocol`] / [`Error::Capacity`]: the peer broke the
     ///   protocol or a limit; the matching close frame was sent (or queued,
-    ///   if the stream would block) and the connection is over.
+    ///   if the stream would block) and the connection is over. Once the
+    ///   close frame is out, the read lingers before it returns: it shuts
+    ///   down the write side and reads and discards input until the peer's
+    ///   FIN or [`Config::close_timeout`] (checked before every read, so a
+    ///   peer that never stops sending cannot hold it longer), so that
+    ///   dropping the connection next does not reset it while the peer
+    ///   has yet to read the close. Not on a non-blocking stream, nor on
+    ///   one whose reads the driver cannot time out (see
+    ///   [Deadlines](#deadlines)): there the error is returned at once.
     /// - [`Error::Timeout`]: a keepalive or close deadline passed.
     /// - [`Error::Io`], including would-block on non-blocking streams (call
     ///   again; nothing is lost).

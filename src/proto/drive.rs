@@ -107,7 +107,8 @@ impl WebSocketContext {
     ///
     /// Those of the operation: for [`Operation::Read`], the errors of
     /// [`next_message`](Self::next_message) (a failing connection reports
-    /// its error after its close frame was given a chance to go out), a
+    /// its error after its close frame was given a chance to go out and,
+    /// once it went out, after a lingering close: [`Next::Discard`]), a
     /// passed deadline as [`Error::Timeout`], a peer over a rate limit
     /// whose policy is [`RatePolicy::Close`](crate::RatePolicy::Close)
     /// (1008), and the end of the stream. [`Operation::Write`] and [`Operation::Flush`] do not
