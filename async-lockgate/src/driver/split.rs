@@ -431,7 +431,11 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
                 Next::Shutdown => match self.poll_shutdown(shared, wcx) {
                     Poll::Ready(Ok(())) => continue,
                     Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                    Poll::Pending => return Poll::Pending,
+                    // A write side that cannot shut down now (a TLS
+                    // close_notify to a peer that stopped reading) still
+                    // leaves the read to its deadline, as the whole
+                    // stream's does.
+                    Poll::Pending => Poll::Pending,
                 },
                 Next::Receive => {
                     let Receiver { context, read, .. } = self;
