@@ -351,6 +351,12 @@ impl<S> ReadTimer<S> {
         }
     }
 
+    /// Whether a blocking read of the stream can be bounded by a deadline
+    /// (a stream lockgate knows, or one given a read timeout function).
+    pub(crate) fn bounds_reads(&self) -> bool {
+        self.set.is_some()
+    }
+
     /// Uses `set` for a stream this timer does not recognise.
     pub(crate) fn set_fn(&mut self, set: ReadTimeoutFn<S>) {
         self.set = Some(set);

@@ -294,7 +294,15 @@ impl<S: Read + Write> WebSocket<S> {
     ///   [`Error::AlreadyClosed`].
     /// - [`Error::Protocol`] / [`Error::Capacity`]: the peer broke the
     ///   protocol or a limit; the matching close frame was sent (or queued,
-    ///   if the stream would block) and the connection is over.
+    ///   if the stream would block) and the connection is over. Once the
+    ///   close frame is out, the read lingers before it returns: it shuts
+    ///   down the write side and reads and discards input until the peer's
+    ///   FIN or [`Config::close_timeout`] (checked before every read, so a
+    ///   peer that never stops sending cannot hold it longer), so that
+    ///   dropping the connection next does not reset it while the peer
+    ///   has yet to read the close. Not on a non-blocking stream, nor on
+    ///   one whose reads the driver cannot time out (see
+    ///   [Deadlines](#deadlines)): there the error is returned at once.
     /// - [`Error::Timeout`]: a keepalive or close deadline passed.
     /// - [`Error::Io`], including would-block on non-blocking streams (call
     ///   again; nothing is lost).
@@ -442,6 +450,7 @@ impl<S: Read + Write> WebSocket<S> {
                 Next::Transmit => self.transmit(),
                 Next::Flush => self.flush_stream(),
                 Next::Receive => self.receive(),
+                Next::Discard => self.discard(),
                 Next::Wait => {
                     self.wait();
                     Ok(())
@@ -461,7 +470,7 @@ impl<S: Read + Write> WebSocket<S> {
             };
             let go_on = is_timeout(&error)
                 && match next {
-                    Next::Receive => self.deadline_passed(),
+                    Next::Receive | Next::Discard => self.deadline_passed(),
                     // A read blocked on owed output still honours its
                     // deadlines (the write was bounded by the next one).
                     _ => {
@@ -558,6 +567,22 @@ impl<S: Read + Write> WebSocket<S> {
         }
         output.advance(written);
         Ok(())
+    }
+
+    /// One read of a lingering close, whose bytes the context throws
+    /// away: none once its deadline passed (a peer that never stops
+    /// sending must not hold the thread past it), and none on a stream
+    /// whose reads this driver cannot time out, which reports that it
+    /// would block instead (as a non-blocking stream does), so the failure
+    /// is reported without lingering.
+    fn discard(&mut self) -> io::Result<()> {
+        if self.deadline_passed() {
+            return Ok(());
+        }
+        if !self.read_timer.bounds_reads() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.receive()
     }
 
     /// One read into the context, bounded by the next deadline where the

@@ -610,3 +610,57 @@ fn close_that_would_block_then_peer_close_does_not_hang_read() {
     let (seen, ws) = finish_handshake(ws);
     assert_handshake_finished(&seen, &ws);
 }
+
+// ----- the lingering close -----
+
+/// The blocking driver over a stream it is given a read timeout for (a
+/// mock, whose every read has data: a peer that never stops sending): the
+/// read that fails the connection writes the 1009, shuts down, discards
+/// what keeps arriving, and returns its error once the close timeout
+/// passed, long before the stream runs dry. Counted, not timed.
+#[test]
+fn a_blocking_linger_whose_input_never_stops_ends_at_the_close_timeout() {
+    const READS: usize = 2_000_000;
+    let flood = Bytes::from(peer_frame(Role::Server, OpCode::Binary, &[7; 4096]).repeat(16));
+    let mut stream = MockStream::new();
+    stream.reads.push_back(ReadStep::Repeat(flood, READS));
+    let config = Config::default()
+        .max_message_size(Some(1024))
+        .close_timeout(Some(Duration::from_millis(50)));
+    let mut ws = WebSocket::from_raw_socket(stream, Role::Server, config);
+    // The mock cannot time out a read, but it never has to wait.
+    ws.set_read_timeout_fn(|_, _| Ok(()));
+    let error = ws.read().unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Capacity(lockgate::CapacityError::MessageTooLong { .. })
+        ),
+        "{error:?}"
+    );
+    let reads = ws.get_ref().read_calls;
+    assert!(reads > 1, "no linger: {reads} reads");
+    assert!(reads < READS, "read until the stream ran dry");
+    let frames = written(&ws);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].close_code(), Some(1009));
+    assert!(matches!(ws.read(), Err(Error::AlreadyClosed)));
+}
+
+/// Over a stream the blocking driver cannot time out, and over a
+/// non-blocking one, the failure is reported without lingering: a read
+/// there could wait past the close timeout.
+#[test]
+fn a_stream_that_cannot_wait_is_not_lingered_on() {
+    let mut stream = MockStream::new();
+    stream.push_input(peer_frame(Role::Server, OpCode::Binary, &[7; 2048]));
+    stream
+        .reads
+        .push_back(ReadStep::Repeat(Bytes::from_static(&[0x82; 100]), 10));
+    let config = Config::default().max_message_size(Some(1024));
+    let mut ws = WebSocket::from_raw_socket(stream, Role::Server, config);
+    let error = ws.read().unwrap_err();
+    assert!(matches!(error, Error::Capacity(_)), "{error:?}");
+    assert_eq!(ws.get_ref().read_calls, 1, "no read after the failure");
+    assert_eq!(written(&ws)[0].close_code(), Some(1009));
+}

@@ -210,6 +210,8 @@ fn read_until_error(mut ctx: WebSocketContext) -> Error {
                 let _ = take_output(&mut ctx);
             }
             Ok(Next::Shutdown) => ctx.shut_down(),
+            // The lingering close after a failure: the peer's FIN.
+            Ok(Next::Discard) => ctx.input_ended(),
             Ok(_) => {}
             Err(error) => return error,
         }
@@ -549,6 +551,9 @@ mod tracing_events {
                     let _ = crate::support::take_output(&mut ctx);
                 }
                 Ok(Next::Flush) => ctx.flushed(),
+                // The lingering close after the failure: the peer's FIN.
+                Ok(Next::Shutdown) => ctx.shut_down(),
+                Ok(Next::Discard) => ctx.input_ended(),
                 Err(_) => break,
                 Ok(other) => panic!("{other:?}"),
             }

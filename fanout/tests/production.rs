@@ -10,9 +10,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use lockgate_kit::{Flood, RawPeer};
 use support::{Client, HttpResponse, NatsServer, Process, http_get, within};
 use tokio_lockgate::handshake::IntoClientRequest;
 use tokio_lockgate::http::HeaderValue;
+use tokio_lockgate::lockgate::frame::OpCode;
 use tokio_lockgate::{CloseCode, CloseFrame, Error, Message, connect_async};
 
 /// A client of `topic` on `node`, subscribed once this returns.
@@ -408,6 +410,39 @@ async fn the_first_scrape_lists_every_unlabelled_series_at_zero() {
         "{}",
         scrape.text
     );
+}
+
+/// A client that keeps flooding while it waits for the close (issue 32:
+/// such a client saw no close code within 10 s, the node having dropped
+/// the connection with the flood unread, which reset it): it reads its
+/// echoes, at most the burst, then the 1008, then the node's FIN, and no
+/// reset. The node keeps the connection until the client's FIN.
+#[test]
+fn a_client_that_keeps_flooding_still_reads_the_1008_then_a_fin() {
+    const LIMIT: Duration = Duration::from_secs(10);
+    let node = Process::start(&["--max-message-rate", "20", "--rate-policy", "close"]);
+    let addr = node.addr.parse().expect("the node's address");
+    let mut peer = RawPeer::connect_to(addr, "/topics/flood");
+    peer.read_upgrade_response(LIMIT);
+    let frame = lockgate_kit::client_frame(OpCode::Text, b"flood");
+    let mut flood = Flood::start(peer, &frame, LIMIT, true);
+    let received = flood.received();
+    flood.stop();
+    let frames = lockgate_kit::summary(&received.frames);
+    let (close, echoes) = frames.split_last().expect("frames");
+    assert_eq!(*close, (OpCode::Close, Some(1008)), "{received:?}");
+    assert!(
+        echoes.len() <= 20,
+        "{} echoes past a burst of 20",
+        echoes.len()
+    );
+    assert!(
+        echoes.iter().all(|&(op, _)| op == OpCode::Text),
+        "{received:?}"
+    );
+    assert!(received.flooding_at_close, "{received:?}");
+    assert!(received.ended, "no FIN: {received:?}");
+    assert_eq!(received.failed, None, "{received:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

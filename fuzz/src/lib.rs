@@ -1314,6 +1314,12 @@ pub fn run_context_stats(data: &[u8], role: Role, deflate: bool) -> ContextRun {
                 }
                 Ok(Next::Flush) => ctx.flushed(),
                 Ok(Next::Shutdown) => ctx.shut_down(),
+                // A lingering close after a failure: the peer's FIN ends
+                // it at once, and the failure is checked below.
+                Ok(Next::Discard) => {
+                    assert!(ctx.is_terminated(), "a linger on an open connection");
+                    ctx.input_ended();
+                }
                 Ok(Next::Receive) => {
                     out.check(last_ping.as_deref());
                     let Some(&(i, next)) = chunks.peek() else {

@@ -51,8 +51,8 @@ pub use programs::chromium_installed;
 #[cfg(feature = "tls")]
 pub use proxies as tinyproxy;
 pub use raw_peer::{
-    PING_THEN_1011, RawPeer, Received, STALLED_OUTPUT, SilentPeerCase, StalledPeerCase,
-    silent_peer_cases, stalled_peer_cases,
+    Flood, Flooded, PING_THEN_1011, RawPeer, Received, STALLED_OUTPUT, SilentPeerCase,
+    StalledPeerCase, silent_peer_cases, stalled_peer_cases,
 };
 
 use std::cell::RefCell;
@@ -79,6 +79,9 @@ pub enum ReadStep {
     Eof,
     /// Fail with `ConnectionReset`.
     Reset,
+    /// A peer that never stops sending: each of this many reads hands out
+    /// the start of these bytes (as much as the caller's buffer takes).
+    Repeat(bytes::Bytes, usize),
 }
 
 /// What the mock does on one `write`/`write_vectored` call.
@@ -191,6 +194,14 @@ impl Read for MockStream {
                 buf[..n].copy_from_slice(&data[..n]);
                 if n < data.len() {
                     self.reads.push_front(ReadStep::Data(data.split_off(n)));
+                }
+                Ok(n)
+            }
+            Some(ReadStep::Repeat(data, reads)) => {
+                let n = data.len().min(buf.len());
+                buf[..n].copy_from_slice(&data[..n]);
+                if reads > 1 {
+                    self.reads.push_front(ReadStep::Repeat(data, reads - 1));
                 }
                 Ok(n)
             }

@@ -15,10 +15,14 @@ use lockgate::{Config, TimeoutKind};
 
 use super::{WireFrame, client_frame, parse_complete_frames};
 
-/// A client upgrade request with the RFC 6455 section 1.3 key.
-const UPGRADE_REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+/// A client upgrade request for `path` with the RFC 6455 section 1.3 key.
+fn upgrade_request(path: &str) -> String {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
 Upgrade: websocket\r\nConnection: Upgrade\r\n\
-Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+}
 
 /// How long one read of the raw peer waits before it looks at the clock.
 const POLL: Duration = Duration::from_millis(50);
@@ -41,9 +45,16 @@ pub struct Received {
 impl RawPeer {
     /// Connects to `addr` (127.0.0.1) and sends the upgrade request.
     pub fn connect(addr: SocketAddr) -> Self {
+        Self::connect_to(addr, "/")
+    }
+
+    /// Connects to `addr` (127.0.0.1) and asks to upgrade `path`.
+    pub fn connect_to(addr: SocketAddr, path: &str) -> Self {
         assert!(addr.ip().is_loopback(), "{addr}");
         let mut stream = TcpStream::connect(addr).expect("connect");
-        stream.write_all(UPGRADE_REQUEST).expect("send the request");
+        stream
+            .write_all(upgrade_request(path).as_bytes())
+            .expect("send the request");
         Self { stream }
     }
 
@@ -253,4 +264,162 @@ pub fn stalled_peer_cases() -> [StalledPeerCase; 2] {
             kind: TimeoutKind::Close,
         },
     ]
+}
+
+/// The most a [`Flood`] writes, whatever else happens.
+const FLOOD_BYTES: u64 = 16 << 30;
+
+/// The longest a [`Flood`] writes, whatever else happens: less than a
+/// [`HangGuard`](crate::conformance::HangGuard)'s usual 20 s, so a flood
+/// that ended on its own is told apart from one that was stopped.
+const FLOOD_TIME: Duration = Duration::from_secs(15);
+
+/// A [`RawPeer`] that never stops sending: one thread writes the same
+/// frames over and over until told to stop (or [`FLOOD_BYTES`] or
+/// [`FLOOD_TIME`] passed), another reads what the server sends, until its
+/// close frame and the end of the stream.
+#[derive(Debug)]
+pub struct Flood {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The writer stopped without being told: a bound, or a failed write.
+    ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    writer: Option<std::thread::JoinHandle<()>>,
+    reader: Option<std::thread::JoinHandle<Flooded>>,
+    /// To end a write the server does not take.
+    stream: TcpStream,
+}
+
+/// What a [`Flood`]'s reader received.
+#[derive(Debug)]
+pub struct Flooded {
+    /// The complete frames, in order.
+    pub frames: Vec<WireFrame>,
+    /// The flood was still being written when the close frame arrived.
+    pub flooding_at_close: bool,
+    /// The stream ended (the server's FIN) after them.
+    pub ended: bool,
+    /// A read failed (a reset), and with what.
+    pub failed: Option<io::ErrorKind>,
+}
+
+impl Flood {
+    /// Starts flooding the server with `frames` (masked client frames),
+    /// repeated, and reading what it sends, for at most `limit` after the
+    /// close frame. `fin_on_close`: once the close frame is read, stop
+    /// flooding and shut down our write side, as a peer that answers a
+    /// close does; otherwise the flood goes on until [`stop`](Self::stop).
+    pub fn start(peer: RawPeer, frames: &[u8], limit: Duration, fin_on_close: bool) -> Self {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let ended = Arc::new(AtomicBool::new(false));
+        let mut writing = peer.stream.try_clone().expect("clone the peer's socket");
+        let stopping = peer.stream.try_clone().expect("clone the peer's socket");
+        let chunk = frames.repeat((64 * 1024 / frames.len()).max(1));
+        let writer = {
+            let (stop, ended) = (stop.clone(), ended.clone());
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                let mut written = 0;
+                while !stop.load(Ordering::Acquire) {
+                    if written >= FLOOD_BYTES
+                        || start.elapsed() > FLOOD_TIME
+                        || writing.write_all(&chunk).is_err()
+                    {
+                        ended.store(true, Ordering::Release);
+                        return;
+                    }
+                    written += chunk.len() as u64;
+                }
+            })
+        };
+        let reader = {
+            let (stop, ended) = (stop.clone(), ended.clone());
+            let mut stream = peer.stream;
+            std::thread::spawn(move || {
+                stream.set_read_timeout(Some(POLL)).unwrap();
+                let mut end = Instant::now() + FLOOD_TIME;
+                let mut wire = Vec::new();
+                let mut buf = [0; 4096];
+                let mut received = Flooded {
+                    frames: Vec::new(),
+                    flooding_at_close: false,
+                    ended: false,
+                    failed: None,
+                };
+                let mut closed = false;
+                while Instant::now() < end {
+                    match stream.read(&mut buf) {
+                        Ok(0) => {
+                            received.ended = true;
+                            break;
+                        }
+                        Ok(n) => wire.extend_from_slice(&buf[..n]),
+                        Err(e) if is_timeout(&e) => continue,
+                        Err(e) => {
+                            received.failed = Some(e.kind());
+                            break;
+                        }
+                    }
+                    if !closed && super::has_close(&parse_complete_frames(&wire).0) {
+                        closed = true;
+                        received.flooding_at_close = !ended.load(Ordering::Acquire);
+                        end = Instant::now() + limit;
+                        if fin_on_close {
+                            stop.store(true, Ordering::Release);
+                            let _ = stream.shutdown(std::net::Shutdown::Write);
+                        }
+                    }
+                }
+                let (frames, _) = parse_complete_frames(&wire);
+                received.frames = frames;
+                received
+            })
+        };
+        Self {
+            stop,
+            ended,
+            writer: Some(writer),
+            reader: Some(reader),
+            stream: stopping,
+        }
+    }
+
+    /// Whether the flood is still being written: not stopped, and not
+    /// ended on its own (a bound, or a write the server refused).
+    pub fn is_flooding(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        !self.stop.load(Ordering::Acquire) && !self.ended.load(Ordering::Acquire)
+    }
+
+    /// What the reader received: waits for the close frame and then the
+    /// end of the stream (or the limits of [`start`](Self::start)).
+    pub fn received(&mut self) -> Flooded {
+        self.reader
+            .take()
+            .expect("received once")
+            .join()
+            .expect("the flood's reader")
+    }
+
+    /// Stops the flood (a write the server does not take fails: our write
+    /// side is shut down) and waits for its writer.
+    pub fn stop(mut self) {
+        self.stop_writer();
+    }
+
+    fn stop_writer(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop_writer();
+    }
 }

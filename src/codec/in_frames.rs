@@ -185,6 +185,16 @@ impl InFrames {
         self.buf.extend_from_slice(data);
     }
 
+    /// Drops every received byte and the frame in progress, keeping the
+    /// buffer's allocation for the next read: input read only to be
+    /// thrown away (a lingering close) costs one read buffer, however much
+    /// of it arrives.
+    pub(crate) fn discard(&mut self) {
+        self.buf.clear();
+        self.current = None;
+        self.large_frame_room = 0;
+    }
+
     /// The next frame, once its whole payload is buffered.
     ///
     /// Tri-state: `Ok(Some(frame))`; `Ok(None)`, more bytes are needed

@@ -17,6 +17,7 @@ use crate::proto::compression::{self, Compression};
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};
 use crate::proto::lifecycle::Cause;
+use crate::proto::linger::Ending;
 use crate::proto::rate_limit::RateLimiter;
 use crate::proto::state::State;
 use crate::proto::timers::Timer;
@@ -125,9 +126,11 @@ pub struct WebSocketContext {
     pub(super) output_blocked: bool,
     /// The caller asked for a flush that has not happened yet.
     pub(super) flush_requested: bool,
-    /// The closing handshake is complete and the write side is to be shut
-    /// down before `read` reports it.
-    pub(super) shutting_down: bool,
+    /// What a read owes the stream before it reports the end of the
+    /// connection: shutting down the write side, after a completed closing
+    /// handshake or a failure, and after a failure a lingering close
+    /// (`linger.rs`).
+    pub(super) ending: Ending,
     /// Data messages and bytes not yet handed to the `metrics` recorder.
     #[cfg(feature = "metrics")]
     pub(super) counters: crate::observe::Counters,
@@ -244,7 +247,7 @@ impl WebSocketContext {
             pending_ping: false,
             output_blocked: false,
             flush_requested: false,
-            shutting_down: false,
+            ending: Ending::Report,
             #[cfg(feature = "metrics")]
             counters: Default::default(),
             #[cfg(feature = "tracing")]
@@ -368,15 +371,21 @@ impl WebSocketContext {
     /// The stream ended (a read returned 0 bytes). The next read poll
     /// reports [`Error::ConnectionClosed`] after a completed closing
     /// handshake, [`ProtocolError::ResetWithoutClosingHandshake`]
-    /// otherwise.
+    /// otherwise; while lingering after a failure ([`Next::Discard`]),
+    /// the failure.
     pub fn input_ended(&mut self) {
+        if self.is_lingering() {
+            // The peer's FIN: it has everything we sent.
+            self.end_linger();
+            return;
+        }
         let state = self.state;
         self.set_state(State::Terminated, Cause::StreamEnded);
         self.pending_pong = None;
         self.pending_ping = false;
         let error = match state {
             State::CloseAcknowledged => {
-                self.shutting_down = true;
+                self.end_with_shutdown();
                 Error::ConnectionClosed
             }
             State::Terminated => Error::AlreadyClosed,

@@ -44,6 +44,7 @@ pub enum Operation {
 /// | `Flush` | flush the stream | [`flushed`](WebSocketContext::flushed) |
 /// | `Receive` | read from the stream into [`input_buffer`](WebSocketContext::input_buffer) or [`input_spare`](WebSocketContext::input_spare) | [`input_appended`](WebSocketContext::input_appended) / [`commit_input`](WebSocketContext::commit_input), or [`input_ended`](WebSocketContext::input_ended) on end of stream |
 /// | `Shutdown` | shut down the stream's write side (no-op if it has none) | [`shut_down`](WebSocketContext::shut_down) |
+/// | `Discard` | unless the deadline of [`waiting`](WebSocketContext::waiting) passed, read as for `Receive` (no later than that deadline) | as for `Receive`; if it passed, [`handle_timeout`](WebSocketContext::handle_timeout) instead of reading |
 /// | `Wait` | read nothing; wait until the deadline of [`waiting`](WebSocketContext::waiting) | [`handle_timeout`](WebSocketContext::handle_timeout) |
 /// | `Message` | return it | - |
 /// | `Done` | return | - |
@@ -62,9 +63,29 @@ pub enum Next {
     Flush,
     /// More bytes from the peer are needed.
     Receive,
-    /// The closing handshake is complete: shut down the write side, so a
-    /// peer waiting for our FIN can finish (RFC 6455 section 5.5.1).
+    /// The closing handshake is complete, or the connection failed and
+    /// our close frame is out: shut down the write side, so a peer
+    /// waiting for our FIN can finish (RFC 6455 section 5.5.1).
     Shutdown,
+    /// [`Operation::Read`] of a connection that failed, after our close
+    /// frame went out and the write side was shut down: a lingering close.
+    /// Read from the stream and report what arrived as for
+    /// [`Receive`](Self::Receive); the context throws it away. The read
+    /// reports the failure once the peer's FIN arrives or the deadline of
+    /// [`waiting`](WebSocketContext::waiting) (the close timeout) passes,
+    /// so that input still arriving never makes the kernel answer with a
+    /// reset, which would discard the close frame before the peer read it.
+    ///
+    /// Check the deadline before **every** read, not only when the stream
+    /// has nothing to read: call [`waiting`](WebSocketContext::waiting)
+    /// with the time, and if its deadline passed, call
+    /// [`handle_timeout`](WebSocketContext::handle_timeout) and poll again
+    /// instead of reading (a peer that never stops sending must not hold
+    /// the read past it). A driver that cannot wait for input within the
+    /// deadline (a non-blocking stream) reports the read that would block
+    /// through [`io_error`](WebSocketContext::io_error), which ends the
+    /// linger and returns the failure.
+    Discard,
     /// [`Operation::Read`] produced a message.
     Message(Message),
     /// [`Operation::Read`] must not read now: a rate limit
@@ -86,7 +107,8 @@ impl WebSocketContext {
     ///
     /// Those of the operation: for [`Operation::Read`], the errors of
     /// [`next_message`](Self::next_message) (a failing connection reports
-    /// its error after its close frame was given a chance to go out), a
+    /// its error after its close frame was given a chance to go out and,
+    /// once it went out, after a lingering close: [`Next::Discard`]), a
     /// passed deadline as [`Error::Timeout`], a peer over a rate limit
     /// whose policy is [`RatePolicy::Close`](crate::RatePolicy::Close)
     /// (1008), and the end of the stream. [`Operation::Write`] and [`Operation::Flush`] do not
@@ -139,14 +161,15 @@ impl WebSocketContext {
     /// The stream's write side was shut down (or could not be, or has no
     /// such thing).
     pub fn shut_down(&mut self) {
-        self.shutting_down = false;
+        self.on_shut_down();
     }
 
     /// An I/O operation failed: the error to report. A connection that is
     /// failing for a protocol error reports that error, not the failure to
-    /// tell the peer; a message already parsed stays for the next read.
+    /// tell the peer (or to linger: see [`Next::Discard`]); a message
+    /// already parsed stays for the next read.
     pub fn io_error(&mut self, error: io::Error) -> Error {
-        self.shutting_down = false;
+        self.end_before_reporting();
         match self.delivered.take() {
             Some(pending) if pending.is_err() => pending.err().expect("checked"),
             pending => {
@@ -165,8 +188,8 @@ impl WebSocketContext {
                 return Ok(next);
             }
         }
-        if self.shutting_down {
-            return Ok(Next::Shutdown);
+        if let Some(next) = self.poll_ending() {
+            return Ok(next);
         }
         if let Some(pending) = self.delivered.take() {
             return (*pending).map(Next::Message);
@@ -198,20 +221,19 @@ impl WebSocketContext {
             Ok(None) => Ok(self.drain_and_flush(false)),
             Err(Error::ConnectionClosed) => {
                 self.delivered = Some(Box::new(Err(Error::ConnectionClosed)));
-                self.shutting_down = true;
+                self.end_with_shutdown();
                 Ok(Next::Shutdown)
             }
-            Err(error) => {
+            // The connection failed and our close frame is queued (or went
+            // out earlier, if we were closing): it goes out, best effort,
+            // then the read lingers before it reports the error.
+            Err(error) if error.close_code().is_some() => {
                 self.prepare_output();
-                match self.owed_output() {
-                    // Best effort: the connection is failing anyway.
-                    Some(next) if error.close_code().is_some() => {
-                        self.delivered = Some(Box::new(Err(error)));
-                        Ok(next)
-                    }
-                    _ => Err(error),
-                }
+                self.delivered = Some(Box::new(Err(error)));
+                self.begin_linger();
+                Ok(self.owed_output().unwrap_or(Next::Shutdown))
             }
+            Err(error) => Err(error),
         }
     }
 

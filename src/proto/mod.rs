@@ -7,6 +7,7 @@ mod compression;
 mod context;
 mod drive;
 mod lifecycle;
+mod linger;
 mod rate_limit;
 mod receive;
 mod send;

@@ -843,6 +843,9 @@ mod tests {
                 }
                 Ok(Next::Flush) => ctx.flushed(),
                 Ok(Next::Shutdown) => ctx.shut_down(),
+                // A lingering close after the Close policy failed the
+                // connection: the peer closes at once.
+                Ok(Next::Discard) => ctx.input_ended(),
                 Ok(Next::Receive) => {
                     assert!(!ctx.is_throttled(), "no input is asked for while throttled");
                     let sent = peer.sent_by(now);

@@ -96,6 +96,9 @@ enum Phase {
     /// Our close frame is out, or the peer's is being answered: at the
     /// deadline, give up on the closing handshake.
     Closing,
+    /// The connection failed and its read discards input after our close
+    /// frame (`linger.rs`): at the deadline, stop and report the failure.
+    Lingering,
 }
 
 impl WebSocketContext {
@@ -110,12 +113,26 @@ impl WebSocketContext {
     /// almost no memory; while messages flow, they are kept and reused.
     pub fn waiting(&mut self, now: Instant) -> Option<Instant> {
         self.report_counts();
-        self.codec.input.release_if_drained();
+        if !self.is_lingering() {
+            // A lingering read reads again at once: its buffer is reused.
+            self.codec.input.release_if_drained();
+        }
         self.codec.output.release_if_drained();
         if let Some(compression) = self.compression_mut() {
             compression.release_idle();
         }
         let deadline = match self.state {
+            State::Terminated if self.is_lingering() => {
+                if self.timer.phase != Phase::Lingering {
+                    // What is left of the closing handshake's deadline, if
+                    // our close went out before the failure.
+                    if self.timer.phase != Phase::Closing {
+                        self.deadline = self.config.get_close_timeout().map(|t| now + t);
+                    }
+                    self.timer.phase = Phase::Lingering;
+                }
+                self.deadline
+            }
             State::Terminated => None,
             State::Active => {
                 if self.timer.phase == Phase::Unarmed {
@@ -161,6 +178,7 @@ impl WebSocketContext {
                 self.deadline = None;
                 self.deliver_failure(Error::Timeout(TimeoutKind::Keepalive));
             }
+            Phase::Lingering => self.end_linger(),
             Phase::Closing => {
                 self.deadline = None;
                 self.pending_pong = None;

@@ -229,6 +229,19 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
                         context.input_ended();
                     }
                 }),
+                // A lingering close: its deadline is checked before every
+                // read, so a peer that never stops sending cannot hold the
+                // task past it.
+                Next::Discard => {
+                    if self.timer.poll(context, cx) {
+                        continue;
+                    }
+                    R::poll_receive(stream, cx, context).map_ok(|n| {
+                        if n == 0 {
+                            context.input_ended();
+                        }
+                    })
+                }
                 // A failed shutdown changes nothing: the closing handshake
                 // is complete either way.
                 Next::Shutdown => R::poll_shutdown(stream, wcx).map(|_| {
@@ -266,10 +279,14 @@ impl<R: Runtime> DeadlineTimer<R> {
         let Some(deadline) = context.waiting(now) else {
             return false;
         };
-        // No timer to wait on (tokio's, polled outside a runtime):
-        // deadlines are handled when a read returns.
+        // No timer to wait on (tokio's, polled outside a runtime): a
+        // deadline is handled once it passed, when the read is polled again.
         let Some(timer) = self.armed_for(deadline) else {
-            return false;
+            if deadline > now {
+                return false;
+            }
+            context.handle_timeout(now);
+            return true;
         };
         if deadline > now && timer.poll(cx).is_pending() {
             return false;

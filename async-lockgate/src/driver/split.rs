@@ -431,10 +431,31 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
                 Next::Shutdown => match self.poll_shutdown(shared, wcx) {
                     Poll::Ready(Ok(())) => continue,
                     Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                    Poll::Pending => return Poll::Pending,
+                    // A write side that cannot shut down now (a TLS
+                    // close_notify to a peer that stopped reading) still
+                    // leaves the read to its deadline, as the whole
+                    // stream's does.
+                    Poll::Pending => Poll::Pending,
                 },
                 Next::Receive => {
                     let Receiver { context, read, .. } = self;
+                    R::poll_receive(Pin::new(read), cx, context).map_ok(|n| {
+                        if n == 0 {
+                            context.input_ended();
+                        }
+                    })
+                }
+                // A lingering close: the deadline is checked before every
+                // read (see the whole stream's loop).
+                Next::Discard => {
+                    let Receiver {
+                        context,
+                        read,
+                        timer,
+                    } = self;
+                    if timer.poll(context, cx) {
+                        continue;
+                    }
                     R::poll_receive(Pin::new(read), cx, context).map_ok(|n| {
                         if n == 0 {
                             context.input_ended();

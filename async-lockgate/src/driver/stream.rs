@@ -246,7 +246,11 @@ impl<S: Unpin, R: Transport<S>> WebSocketStream<S, R> {
     /// [`Error::ConnectionClosed`] once the closing handshake completes
     /// (after the write side was shut down), then [`Error::AlreadyClosed`];
     /// a protocol or capacity error after the matching close frame was
-    /// sent; [`Error::Timeout`] when a deadline passed.
+    /// sent and the close lingered (the write side shut down, input
+    /// discarded until the peer's FIN or `close_timeout`, so that dropping
+    /// the connection next does not reset it with the close unread; see
+    /// [`Next::Discard`](lockgate::Next::Discard)); [`Error::Timeout`]
+    /// when a deadline passed.
     // Not an `async fn`: the future is one pointer, so a task parked in a
     // read is 40 bytes smaller.
     pub fn read(&mut self) -> impl Future<Output = Result<Message>> + '_ {

@@ -106,3 +106,40 @@ pub fn a_close_reply_the_stream_cannot_take_is_sent_by_the_next_call<D: Driver>(
     assert_eq!(frames[0].close_code(), Some(1000));
     assert_eq!(ws.mock().flush_calls, 1);
 }
+
+/// Reads a [`ReadStep::Repeat`] may take before the stream runs dry: far
+/// more than a read loop makes within [`ENDLESS_CLOSE_TIMEOUT`].
+const ENDLESS_READS: usize = 2_000_000;
+
+/// The close timeout of the endless case.
+const ENDLESS_CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A peer that never stops sending, over a stream whose every read has
+/// data (the linger never waits, so only a deadline checked before each
+/// read ends it): the read that failed the connection (1009) returns its
+/// error long before the stream runs dry. A driver that cannot bound its
+/// reads (the blocking one over a mock) does not linger at all.
+pub fn a_linger_whose_input_never_stops_ends_at_the_close_timeout<D: Driver>() {
+    let flood = bytes::Bytes::from(client_frame(OpCode::Binary, &[7; 4096]).repeat(16));
+    let mut stream = MockStream::new();
+    stream
+        .reads
+        .push_back(ReadStep::Repeat(flood, ENDLESS_READS));
+    let config = lockgate::Config::default()
+        .max_message_size(Some(1024))
+        .close_timeout(Some(ENDLESS_CLOSE_TIMEOUT));
+    let mut ws = D::open(stream, lockgate::Role::Server, config);
+    let error = ws.read().unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Capacity(lockgate::CapacityError::MessageTooLong { .. })
+        ),
+        "{error:?}"
+    );
+    let reads = ws.mock().read_calls;
+    assert!(reads < ENDLESS_READS, "read until the stream ran dry");
+    let frames = parse_frames(&ws.mock().written);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].close_code(), Some(1009));
+}

@@ -270,6 +270,8 @@ macro_rules! handshake_suite {
             deadlines::a_peer_that_answers_pings_stays_connected,
             rate_limits::a_throttled_read_keeps_the_pace_and_the_connection,
             rate_limits::the_close_policy_fails_the_read_and_tells_the_peer_1008,
+            lingering::a_flooding_peer_receives_the_close_code,
+            lingering::a_peer_that_never_stops_sending_is_given_up_at_the_close_timeout,
         );
     };
 }

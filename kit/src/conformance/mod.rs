@@ -19,7 +19,9 @@
 //! driver's [`Sockets`], the opening handshake's refusals and deadlines
 //! ([`handshake`], `handshake_suite!`), the deadlines of an upgraded
 //! connection and its FIN ([`deadlines`], in the same suite), rate limits
-//! under a flooding peer ([`rate_limits`], in the same suite), and dialling through every kind of
+//! under a flooding peer ([`rate_limits`], in the same suite), the
+//! lingering close that gets a failure's close code to a flooding peer
+//! ([`lingering`], in the same suite), and dialling through every kind of
 //! proxy ([`dial`], `dial_suite!`, feature `tls`). What needs real sockets and time (deadlines
 //! under a stalled or silent peer, handshake refusals) is shared as case
 //! tables instead ([`stalled_peer_cases`](crate::stalled_peer_cases),
@@ -33,6 +35,7 @@ pub mod deadlines;
 #[cfg(feature = "tls")]
 pub mod dial;
 pub mod handshake;
+pub mod lingering;
 pub mod rate_limits;
 pub mod write_flush;
 
@@ -279,6 +282,7 @@ macro_rules! conformance_suite {
             closing::the_peers_close_is_returned_echoed_and_ends_the_connection,
             closing::our_close_is_flushed_and_the_peers_reply_ends_the_connection,
             closing::a_close_reply_the_stream_cannot_take_is_sent_by_the_next_call,
+            closing::a_linger_whose_input_never_stops_ends_at_the_close_timeout,
             cost::a_message_in_assembly_costs_its_bytes_whatever_the_fragmentation,
         );
     };
