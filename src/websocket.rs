@@ -590,6 +590,13 @@ impl<S: Read + Write> WebSocket<S> {
     fn receive(&mut self) -> io::Result<()> {
         let now = Instant::now();
         let deadline = self.context.waiting(now);
+        // A deadline that passed is handled before reading, not only when
+        // a read times out: after our close, a peer that never stops
+        // sending must not hold the read past the close timeout.
+        if deadline.is_some_and(|deadline| deadline <= now) {
+            self.context.handle_timeout(now);
+            return Ok(());
+        }
         self.read_timer.arm(&self.stream, deadline, now)?;
         let result = match self
             .read_timer

@@ -42,7 +42,7 @@ pub enum Operation {
 /// |---|---|---|
 /// | `Transmit` | write [`output`](WebSocketContext::output) to the stream (one write, vectored if it can) | `Buf::advance` on the output |
 /// | `Flush` | flush the stream | [`flushed`](WebSocketContext::flushed) |
-/// | `Receive` | read from the stream into [`input_buffer`](WebSocketContext::input_buffer) or [`input_spare`](WebSocketContext::input_spare) | [`input_appended`](WebSocketContext::input_appended) / [`commit_input`](WebSocketContext::commit_input), or [`input_ended`](WebSocketContext::input_ended) on end of stream |
+/// | `Receive` | if [`deadline_bounds_every_read`](WebSocketContext::deadline_bounds_every_read) and the deadline of [`waiting`](WebSocketContext::waiting) passed, [`handle_timeout`](WebSocketContext::handle_timeout) instead; else read from the stream into [`input_buffer`](WebSocketContext::input_buffer) or [`input_spare`](WebSocketContext::input_spare) | [`input_appended`](WebSocketContext::input_appended) / [`commit_input`](WebSocketContext::commit_input), or [`input_ended`](WebSocketContext::input_ended) on end of stream |
 /// | `Shutdown` | shut down the stream's write side (no-op if it has none) | [`shut_down`](WebSocketContext::shut_down) |
 /// | `Discard` | unless the deadline of [`waiting`](WebSocketContext::waiting) passed, read as for `Receive` (no later than that deadline) | as for `Receive`; if it passed, [`handle_timeout`](WebSocketContext::handle_timeout) instead of reading |
 /// | `Wait` | read nothing; wait until the deadline of [`waiting`](WebSocketContext::waiting) | [`handle_timeout`](WebSocketContext::handle_timeout) |
@@ -149,6 +149,17 @@ impl WebSocketContext {
             op == Operation::Read && (self.delivered.is_some() || self.state.can_receive());
         self.output_blocked = read_on;
         !read_on
+    }
+
+    /// Whether a [`Next::Receive`] must check the deadline of
+    /// [`waiting`](Self::waiting) before it reads, not only when the read
+    /// would wait: once our close frame is out, a peer that never stops
+    /// sending must not hold reads past the close timeout (each read finds
+    /// data, so none would ever wait). If the deadline passed, call
+    /// [`handle_timeout`](Self::handle_timeout) and poll again instead of
+    /// reading. [`Next::Discard`] always asks for this check.
+    pub fn deadline_bounds_every_read(&self) -> bool {
+        self.state == State::ClosedByUs || self.is_lingering()
     }
 
     /// The stream was flushed.

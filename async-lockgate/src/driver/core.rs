@@ -224,16 +224,13 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
                 Next::Transmit | Next::Flush => {
                     poll_output_step::<S, R>(stream, context, &next, wcx)
                 }
-                Next::Receive => R::poll_receive(stream, cx, context).map_ok(|n| {
-                    if n == 0 {
-                        context.input_ended();
-                    }
-                }),
-                // A lingering close: its deadline is checked before every
-                // read, so a peer that never stops sending cannot hold the
-                // task past it.
-                Next::Discard => {
-                    if self.timer.poll(context, cx) {
+                // After our close (and while lingering after a failure)
+                // the deadline is checked before every read, so a peer
+                // that never stops sending cannot hold the task past it.
+                Next::Receive | Next::Discard => {
+                    let bounded =
+                        matches!(next, Next::Discard) || context.deadline_bounds_every_read();
+                    if bounded && self.timer.poll(context, cx) {
                         continue;
                     }
                     R::poll_receive(stream, cx, context).map_ok(|n| {

@@ -437,23 +437,17 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
                     // stream's does.
                     Poll::Pending => Poll::Pending,
                 },
-                Next::Receive => {
-                    let Receiver { context, read, .. } = self;
-                    R::poll_receive(Pin::new(read), cx, context).map_ok(|n| {
-                        if n == 0 {
-                            context.input_ended();
-                        }
-                    })
-                }
-                // A lingering close: the deadline is checked before every
-                // read (see the whole stream's loop).
-                Next::Discard => {
+                // After our close, and while lingering, the deadline is
+                // checked before every read (see the whole stream's loop).
+                Next::Receive | Next::Discard => {
                     let Receiver {
                         context,
                         read,
                         timer,
                     } = self;
-                    if timer.poll(context, cx) {
+                    let bounded =
+                        matches!(next, Next::Discard) || context.deadline_bounds_every_read();
+                    if bounded && timer.poll(context, cx) {
                         continue;
                     }
                     R::poll_receive(Pin::new(read), cx, context).map_ok(|n| {

@@ -143,3 +143,40 @@ pub fn a_linger_whose_input_never_stops_ends_at_the_close_timeout<D: Driver>() {
     assert_eq!(frames.len(), 1);
     assert_eq!(frames[0].close_code(), Some(1009));
 }
+
+/// After our close, a peer that never stops sending data (and never
+/// answers the close), over a stream whose every read has data: reads
+/// hand over its messages until the close timeout, then fail with
+/// [`TimeoutKind::Close`](lockgate::TimeoutKind::Close), long before the
+/// stream runs dry. The deadline is checked before each read, not only
+/// when a read would wait (none ever does here).
+pub fn our_close_with_input_that_never_stops_ends_at_the_close_timeout<D: Driver>() {
+    let flood = bytes::Bytes::from(client_frame(OpCode::Text, b"more").repeat(64));
+    let mut stream = MockStream::new();
+    stream
+        .reads
+        .push_back(ReadStep::Repeat(flood, ENDLESS_READS));
+    let config = lockgate::Config::default().close_timeout(Some(ENDLESS_CLOSE_TIMEOUT));
+    let mut ws = D::open(stream, lockgate::Role::Server, config);
+    let frame = CloseFrame {
+        code: CloseCode::Away,
+        reason: "draining".into(),
+    };
+    until_done(|| ws.close(Some(frame.clone())));
+    let mut messages = 0_usize;
+    let error = loop {
+        match ws.read() {
+            Ok(Message::Text(_)) => messages += 1,
+            Ok(other) => panic!("{other:?}"),
+            Err(error) => break error,
+        }
+    };
+    assert!(
+        matches!(error, Error::Timeout(lockgate::TimeoutKind::Close)),
+        "{error:?} after {messages} messages"
+    );
+    let reads = ws.mock().read_calls;
+    assert!(reads < ENDLESS_READS, "read until the stream ran dry");
+    let frames = parse_frames(&ws.mock().written);
+    assert_eq!(frames[0].close_code(), Some(1001));
+}

@@ -283,6 +283,7 @@ macro_rules! conformance_suite {
             closing::our_close_is_flushed_and_the_peers_reply_ends_the_connection,
             closing::a_close_reply_the_stream_cannot_take_is_sent_by_the_next_call,
             closing::a_linger_whose_input_never_stops_ends_at_the_close_timeout,
+            closing::our_close_with_input_that_never_stops_ends_at_the_close_timeout,
             cost::a_message_in_assembly_costs_its_bytes_whatever_the_fragmentation,
         );
     };
