@@ -275,8 +275,8 @@ const FLOOD_BYTES: u64 = 16 << 30;
 const FLOOD_TIME: Duration = Duration::from_secs(15);
 
 /// A [`RawPeer`] that never stops sending: one thread writes the same
-/// frames over and over until told to stop (or [`FLOOD_BYTES`] or
-/// [`FLOOD_TIME`] passed), another reads what the server sends, until its
+/// frames over and over until told to stop (or 16 GiB or 15 s passed:
+/// bounds that a test never reaches), another reads what the server sends, until its
 /// close frame and the end of the stream.
 #[derive(Debug)]
 pub struct Flood {
