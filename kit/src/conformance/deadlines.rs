@@ -134,7 +134,7 @@ pub fn after_the_peers_close_our_write_side_is_shut_down<D: Sockets>() {
 
 /// A peer that answers every keepalive ping stays connected: the pongs are
 /// consumed, never returned, and the read returns the peer's message when
-/// it comes, however many intervals later (here: after [`PINGS_FIRST`]
+/// it comes, however many intervals later (here: after three
 /// pings answered, counted by the peer, not timed); the closing handshake
 /// then completes.
 pub fn a_peer_that_answers_pings_stays_connected<D: Sockets>() {
