@@ -87,16 +87,16 @@ fn available(program: &str, required_by: &[&str]) -> bool {
 /// instead, as if the program listened.
 const DAEMON_PORTS: std::ops::Range<u32> = 20_000..32_000;
 
-/// A port on 127.0.0.1 that was free a moment ago, from [`DAEMON_PORTS`]:
-/// each call in this process starts further along, from an offset that
-/// differs between processes.
+/// A port on 127.0.0.1 that was free a moment ago, from [`DAEMON_PORTS`],
+/// searched from a random start (each call hashes with new random keys),
+/// so that calls at the same moment rarely race for one port.
 fn free_port() -> u16 {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
+    use std::hash::BuildHasher;
     let span = DAEMON_PORTS.end - DAEMON_PORTS.start;
-    let offset = std::process::id().wrapping_mul(7919);
-    for _ in 0..span {
-        let step = NEXT.fetch_add(1, Ordering::Relaxed);
-        let port = DAEMON_PORTS.start + offset.wrapping_add(step.wrapping_mul(97)) % span;
+    let start = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+    let start = u32::try_from(start % u64::from(span)).expect("below the span");
+    for step in 0..span {
+        let port = DAEMON_PORTS.start + (start + step.wrapping_mul(97)) % span;
         let port = u16::try_from(port).expect("below 32000");
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
