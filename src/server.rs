@@ -220,7 +220,7 @@ pub fn write_response<T>(mut w: impl Write, response: &Response<T>) -> Result<()
     };
     let mut head = format!("{version} {}\r\n", response.status()).into_bytes();
     for (name, value) in response.headers() {
-        crate::handshake::head::write_header(&mut head, name, value);
+        crate::upgrade::head::write_header(&mut head, name, value);
     }
     head.extend_from_slice(b"\r\n");
     w.write_all(&head)?;

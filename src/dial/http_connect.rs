@@ -12,9 +12,9 @@ use super::proxy::authority;
 use crate::error::{
     BODY_SUMMARY, Error, HandshakeFailure, ProtocolError, Result, UrlError, summarize_body,
 };
-use crate::handshake::head::{self, HeadReader};
-use crate::handshake::progress::Progress;
-use crate::handshake::{Exchange, Step};
+use crate::upgrade::head::{self, HeadReader};
+use crate::upgrade::progress::Progress;
+use crate::upgrade::{Exchange, Step};
 
 /// Why an HTTP proxy did not open the tunnel: its address, the target,
 /// the status it answered, and the start of its body.

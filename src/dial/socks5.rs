@@ -24,8 +24,8 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use crate::error::{Error, HandshakeFailure, ProtocolError, Result, UrlError};
-use crate::handshake::progress::Progress;
-use crate::handshake::{Exchange, Step};
+use crate::upgrade::progress::Progress;
+use crate::upgrade::{Exchange, Step};
 
 /// The protocol version of every SOCKS5 message but RFC 1929's.
 const VERSION: u8 = 5;

@@ -577,7 +577,7 @@ pub(crate) fn write_name(out: &mut Vec<u8>, name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handshake::limits::{DEFAULT_MAX_HEAD_SIZE as MAX_HEAD_SIZE, DEFAULT_MAX_HEADERS};
+    use crate::upgrade::limits::{DEFAULT_MAX_HEAD_SIZE as MAX_HEAD_SIZE, DEFAULT_MAX_HEADERS};
 
     /// The line limit of the tests of lines: below the head's.
     const LINE: usize = 8 * 1024;

@@ -144,7 +144,7 @@ struct Accepted {
 ///
 /// `T` is what the exchange ends with: the opened connection for a
 /// [`HandshakeDriver`], the tunnel for a
-/// [`ProxyTunnel`](super::ProxyTunnel).
+/// [`ProxyTunnel`](crate::dial::ProxyTunnel).
 #[derive(Debug)]
 #[must_use = "the handshake only progresses if the driver does what the step says"]
 pub enum Step<T = Result<Box<Opened>>> {
@@ -168,7 +168,7 @@ pub enum Step<T = Result<Box<Opened>>> {
 
 /// An exchange of HTTP heads over a connection, sans-IO, under one
 /// deadline: what a driver's single loop runs. [`HandshakeDriver`] (the
-/// opening handshake) and [`ProxyTunnel`](super::ProxyTunnel) (a CONNECT
+/// opening handshake) and [`ProxyTunnel`](crate::dial::ProxyTunnel) (a CONNECT
 /// through an HTTP proxy) are exchanges; the calling contract is
 /// [`HandshakeDriver`]'s.
 pub trait Exchange {
@@ -431,7 +431,7 @@ mod tests {
 
     use super::*;
     use crate::error::TimeoutKind;
-    use crate::handshake::NoCallback;
+    use crate::upgrade::NoCallback;
 
     const REQUEST: &[u8] = b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n\
         Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
@@ -540,7 +540,7 @@ mod tests {
         let mut client =
             HandshakeDriver::client(ClientUpgrade::new(request).unwrap(), config(), start);
         let choose = |request: &Request<()>, mut response: Response<()>| {
-            let chosen = crate::handshake::choose_subprotocol(request, &["chat.v2"]).unwrap();
+            let chosen = crate::upgrade::choose_subprotocol(request, &["chat.v2"]).unwrap();
             response
                 .headers_mut()
                 .insert("sec-websocket-protocol", chosen.parse().unwrap());
