@@ -15,6 +15,7 @@
 //! [`Exchange`](crate::handshake::Exchange)s).
 
 mod client_options;
+pub(crate) mod error;
 mod http_connect;
 mod proxy;
 mod route;
@@ -24,11 +25,12 @@ pub(crate) mod tls;
 mod tunnel;
 
 pub use client_options::ClientOptions;
-pub use http_connect::{ProxyRefusal, ProxyTunnel};
+pub use error::{ProxyRefusal, Socks5Reason, Socks5Refusal, TlsError};
+pub use http_connect::ProxyTunnel;
 pub use proxy::{Proxy, ProxyScheme};
 pub use route::{DialStep, Route};
 pub use sequence::Dial;
-pub use socks5::{Socks5Reason, Socks5Refusal, Socks5Target, Socks5Tunnel};
+pub use socks5::{Socks5Target, Socks5Tunnel};
 pub use tls::Connector;
 #[cfg(feature = "native-tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "native-tls")))]

@@ -27,7 +27,7 @@ pub use native_tls;
 pub use rustls;
 
 #[cfg(any(feature = "rustls", feature = "native-tls"))]
-use crate::error::TlsError;
+use super::error::TlsError;
 use crate::error::{Error, Result, UrlError};
 
 /// How a client connection is secured: plain, or TLS through one of the

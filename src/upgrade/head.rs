@@ -12,7 +12,8 @@ use bytes::Bytes;
 use http::header::{AsHeaderName, HeaderMap, HeaderName, HeaderValue};
 
 use super::limits::HandshakeLimits;
-use crate::error::{BODY_SUMMARY, HandshakeFailure, summarize_body};
+use super::summary::{BODY_SUMMARY, summarize_body};
+use crate::error::HandshakeFailure;
 
 /// How many header fields [`parse_fields`] parses into room on the stack;
 /// a head with more gets room for exactly its fields on the heap.

@@ -15,6 +15,7 @@ mod origin;
 pub(crate) mod progress;
 mod receive_buffer;
 mod server_upgrade;
+pub(crate) mod summary;
 
 pub use accept_key::{derive_accept_key, generate_key};
 pub use client_upgrade::{ClientUpgrade, ClientUpgradeDone, IntoClientRequest};
