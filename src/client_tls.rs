@@ -7,10 +7,10 @@ use std::io::{Read, Write};
 use crate::client::{ClientHandshake, IntoClientRequest, uri_mode};
 use crate::dial::Connector;
 use crate::error::{Error, UrlError};
-use crate::handshake::HandshakeError;
-use crate::handshake::client::Response;
+use crate::mid_handshake::HandshakeError;
 use crate::protocol::WebSocketConfig;
 use crate::stream::{MaybeTlsStream, Mode};
+use crate::upgrade::messages::client::Response;
 use crate::websocket::WebSocket;
 
 /// The error [`client_tls`] fails with: a client handshake over the

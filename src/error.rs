@@ -691,7 +691,7 @@ mod tests {
         // The body reads as bytes, not as a list of numbers.
         assert!(format!("{error:?}").contains(r#"b"<html>"#), "{error:?}");
 
-        let url = crate::handshake::ClientUpgrade::new("ftp://example.com/").unwrap_err();
+        let url = crate::upgrade::ClientUpgrade::new("ftp://example.com/").unwrap_err();
         assert_eq!(
             url.to_string(),
             "invalid WebSocket URL: URL scheme not supported (use ws:// or wss://)"

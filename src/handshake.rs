@@ -87,13 +87,7 @@ pub mod client {
     pub use crate::upgrade::generate_key;
     pub use crate::upgrade::{ClientUpgrade, ClientUpgradeDone, IntoClientRequest};
 
-    /// The upgrade request a client sends.
-    pub type Request = http::Request<()>;
-
-    /// The server's answer a client receives: the `101 Switching Protocols`
-    /// (with no body) on success; a refusal's is in
-    /// [`Error::Http`](crate::Error::Http), with the start of its body.
-    pub type Response = http::Response<Option<Vec<u8>>>;
+    pub use crate::upgrade::messages::client::{Request, Response};
 }
 
 pub mod server {
@@ -108,9 +102,5 @@ pub mod server {
         Callback, ErrorResponse, NoCallback, ServerUpgrade, ServerUpgradeDone,
     };
 
-    /// The upgrade request a server receives.
-    pub type Request = http::Request<()>;
-
-    /// The `101 Switching Protocols` response a server sends.
-    pub type Response = http::Response<()>;
+    pub use crate::upgrade::messages::server::{Request, Response};
 }

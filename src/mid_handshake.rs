@@ -12,8 +12,8 @@ use std::io::{self, Read, Write};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::handshake::{Exchange, Opened, ReceiveBuffer, Step};
 use crate::std_stream::ReadTimer;
+use crate::upgrade::{Exchange, Opened, ReceiveBuffer, Step};
 
 /// One side of a handshake over a stream: [`ServerHandshake`] or
 /// [`ClientHandshake`]. It names what a [`MidHandshake`] holds and what it

@@ -12,13 +12,13 @@ use std::time::Instant;
 use http::{Request, Response};
 
 use crate::error::{Error, Result};
-use crate::handshake::server::ServerUpgrade;
-use crate::handshake::{
-    Callback, HandshakeDriver, HandshakeError, HandshakeMachine, HandshakeRole, MidHandshake,
-    NoCallback, Opened, ServerOptions, upgrade_response,
+use crate::mid_handshake::{
+    Driven, HandshakeError, HandshakeMachine, HandshakeRole, MidHandshake, sealed,
 };
-use crate::mid_handshake::{Driven, sealed};
 use crate::protocol::WebSocketConfig;
+use crate::upgrade::{
+    Callback, HandshakeDriver, NoCallback, Opened, ServerOptions, ServerUpgrade, upgrade_response,
+};
 use crate::websocket::WebSocket;
 
 /// The server side of a handshake over a stream `S`, with callback `C`:

@@ -4,7 +4,9 @@
 
 use std::time::Instant;
 
-use super::{Connector, Proxy, Route};
+use super::proxy::Proxy;
+use super::route::Route;
+use super::tls::Connector;
 use crate::config::Config;
 use crate::error::Result;
 use crate::upgrade::{ClientUpgrade, HandshakeDriver, HandshakeLimits, IntoClientRequest};

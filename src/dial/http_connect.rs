@@ -8,8 +8,8 @@ use std::time::Instant;
 use http::StatusCode;
 use http::header::{HOST, HeaderValue, PROXY_AUTHORIZATION};
 
+use super::authority::authority;
 use super::error::ProxyRefusal;
-use super::proxy::authority;
 use crate::error::{Error, HandshakeFailure, ProtocolError, Result, UrlError};
 use crate::upgrade::head::{self, HeadReader};
 use crate::upgrade::progress::Progress;

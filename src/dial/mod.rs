@@ -14,6 +14,7 @@
 //! exchanges are run by the same loop as the opening handshake (they are
 //! [`Exchange`](crate::handshake::Exchange)s).
 
+mod authority;
 mod client_options;
 pub(crate) mod error;
 mod http_connect;

@@ -7,7 +7,7 @@ use std::time::Instant;
 use http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, PROXY_AUTHORIZATION, SEC_WEBSOCKET_KEY};
 use http::{HeaderValue, Request, Uri};
 
-use super::ClientOptions;
+use super::client_options::ClientOptions;
 use super::route::{DialStep, Route};
 use super::tls::Connector;
 use super::tunnel::Tunnel;

@@ -7,9 +7,11 @@
 mod accept_key;
 mod client_upgrade;
 mod driver;
+mod exchange;
 mod extended_connect;
 pub(crate) mod head;
 mod limits;
+pub(crate) mod messages;
 mod options;
 mod origin;
 pub(crate) mod progress;
@@ -19,7 +21,8 @@ pub(crate) mod summary;
 
 pub use accept_key::{derive_accept_key, generate_key};
 pub use client_upgrade::{ClientUpgrade, ClientUpgradeDone, IntoClientRequest};
-pub use driver::{Exchange, HandshakeDriver, Opened, Step};
+pub use driver::HandshakeDriver;
+pub use exchange::{Exchange, Opened, Step};
 pub use extended_connect::{
     ExtendedConnect, WEBSOCKET_PROTOCOL, extended_connect_response, is_extended_connect,
 };
