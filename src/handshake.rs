@@ -67,9 +67,10 @@ pub use crate::upgrade::{
     Callback, ClientUpgrade, ClientUpgradeDone, DEFAULT_MAX_HEAD_SIZE, DEFAULT_MAX_HEADERS,
     DEFAULT_MAX_LINE_SIZE, ErrorResponse, Exchange, ExtendedConnect, HandshakeDriver,
     HandshakeLimits, IntoClientRequest, NoCallback, Opened, OriginPatternError, OriginPolicy,
-    ReceiveBuffer, ServerOptions, ServerUpgrade, ServerUpgradeDone, Step, WEBSOCKET_PROTOCOL,
-    choose_subprotocol, derive_accept_key, error_response_bytes, extended_connect_response,
-    generate_key, is_extended_connect, upgrade_response, upgrade_response_with_deflate,
+    Outgoing, ReceiveBuffer, ServerOptions, ServerUpgrade, ServerUpgradeDone, Step,
+    WEBSOCKET_PROTOCOL, choose_subprotocol, derive_accept_key, error_response_bytes,
+    extended_connect_response, generate_key, is_extended_connect, upgrade_response,
+    upgrade_response_with_deflate,
 };
 pub use machine::HandshakeMachine;
 

@@ -4,6 +4,7 @@
 //! with. Its own file, below the handshake driver and the tunnels that
 //! implement it.
 
+use std::io;
 use std::time::Instant;
 
 use http::{Request, Response};
@@ -57,6 +58,31 @@ pub trait Exchange {
     fn handle_timeout(&mut self, now: Instant);
     /// When the exchange times out; `None` if it never does.
     fn deadline(&self) -> Option<Instant>;
+
+    /// Reports one read's outcome, the same way for every driver: the
+    /// bytes read to [`receive`](Self::receive) (empty: the end of the
+    /// stream), a failure to [`read_failed`](Self::read_failed).
+    ///
+    /// # Errors
+    ///
+    /// [`io::ErrorKind::WouldBlock`] and [`io::ErrorKind::Interrupted`]
+    /// are not the exchange's to hear: they are handed back for the driver
+    /// to wait, or read again, as its way of waiting says.
+    fn handle_read(&mut self, read: io::Result<&[u8]>, now: Instant) -> io::Result<()> {
+        match read {
+            Ok(input) => self.receive(input, now),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                return Err(error);
+            }
+            Err(error) => self.read_failed(error.into(), now),
+        }
+        Ok(())
+    }
 }
 
 /// A completed opening handshake: the connection's protocol state and the

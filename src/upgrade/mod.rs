@@ -14,6 +14,7 @@ mod limits;
 pub(crate) mod messages;
 mod options;
 mod origin;
+mod outgoing;
 pub(crate) mod progress;
 mod receive_buffer;
 mod server_upgrade;
@@ -31,6 +32,7 @@ pub use limits::{
 };
 pub use options::ServerOptions;
 pub use origin::{OriginPatternError, OriginPolicy};
+pub use outgoing::Outgoing;
 pub use receive_buffer::ReceiveBuffer;
 pub use server_upgrade::{
     Callback, ErrorResponse, NoCallback, ServerUpgrade, ServerUpgradeDone, choose_subprotocol,
