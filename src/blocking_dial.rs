@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use crate::dial::{Dial, DialStep};
 use crate::error::{Error, Result, TimeoutKind};
-use crate::handshake::client::Response;
-use crate::handshake::{Exchange, HandshakeMachine, Opened};
+use crate::mid_handshake::HandshakeMachine;
 use crate::stream::MaybeTlsStream;
+use crate::upgrade::messages::client::Response;
+use crate::upgrade::{Exchange, Opened};
 use crate::websocket::WebSocket;
 
 /// The longest a wait for input lasts before the step that would block is

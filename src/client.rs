@@ -12,21 +12,21 @@ use std::time::Instant;
 use http::header::{HeaderName, SEC_WEBSOCKET_PROTOCOL};
 use http::{HeaderValue, Request, Uri};
 
+use crate::dial::ClientOptions;
 use crate::dial::Dial;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::{Result, UrlError};
-use crate::handshake::client::{ClientUpgrade, Response};
-use crate::handshake::{
-    ClientOptions, HandshakeDriver, HandshakeError, HandshakeMachine, HandshakeRole, MidHandshake,
-    Opened,
+use crate::mid_handshake::{
+    Driven, HandshakeError, HandshakeMachine, HandshakeRole, MidHandshake, sealed,
 };
-use crate::mid_handshake::{Driven, sealed};
 use crate::protocol::WebSocketConfig;
 use crate::stream::{MaybeTlsStream, Mode};
+use crate::upgrade::messages::client::Response;
+use crate::upgrade::{ClientUpgrade, HandshakeDriver, Opened};
 use crate::websocket::WebSocket;
 
-pub use crate::handshake::IntoClientRequest;
+pub use crate::upgrade::IntoClientRequest;
 
 /// The client side of a handshake over a stream `S`: the
 /// [`HandshakeRole`] of [`client`].

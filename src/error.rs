@@ -5,6 +5,10 @@
 //! `CapacityError::MessageTooLong`), so code that matches on them ports by
 //! renaming the crate; lockgate's own (`Timeout`, `Handshake`,
 //! `WriteBufferFullPrepared`) sit beside them.
+//!
+//! The detail behind dialling (the TLS libraries' errors, a proxy's or a
+//! SOCKS5 proxy's refusal) is defined in the dial module and carried here:
+//! [`TlsError`] is re-exported at its old path.
 
 use std::{fmt, io, str, string};
 
@@ -113,7 +117,7 @@ pub enum Error {
     /// received it, with the start of its body that came with the head
     /// (`None` if none did), or, on a server, the refusal its
     /// [`Callback`](crate::handshake::Callback) returned (as sent).
-    #[error("{}", refused_upgrade(.0))]
+    #[error("{}", crate::upgrade::summary::refused_upgrade(.0))]
     Http(Box<http::Response<Option<Vec<u8>>>>),
     /// An HTTP type could not be built: an invalid header name or value,
     /// URI or status code (for example in a request built by hand).
@@ -590,38 +594,9 @@ pub enum UrlError {
     Invalid(String),
 }
 
-/// A failure of the TLS layer. Its variants depend on the TLS features
-/// enabled (it exists in every build, so that matching on
-/// [`Error::Tls`] does not depend on them).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TlsError {
-    /// An error of native-tls (feature `native-tls`).
-    #[cfg(feature = "native-tls")]
-    #[error("native-tls error: {0}")]
-    Native(#[source] Box<native_tls::Error>),
-    /// An error of rustls (features `rustls-tls-*`).
-    #[cfg(feature = "rustls")]
-    #[error("rustls error: {0}")]
-    Rustls(#[source] Box<rustls::Error>),
-    /// The URL's host is not a valid TLS server name.
-    #[error("invalid DNS name")]
-    InvalidDnsName,
-}
-
-#[cfg(feature = "native-tls")]
-impl From<native_tls::Error> for TlsError {
-    fn from(error: native_tls::Error) -> Self {
-        TlsError::Native(Box::new(error))
-    }
-}
-
-#[cfg(feature = "rustls")]
-impl From<rustls::Error> for TlsError {
-    fn from(error: rustls::Error) -> Self {
-        TlsError::Rustls(Box::new(error))
-    }
-}
+// The detail of a failed dial lives with the dial; the enums here carry it.
+pub use crate::dial::error::TlsError;
+use crate::dial::error::{ProxyRefusal, Socks5Refusal};
 
 /// Why an opening handshake failed, where lockgate says more than
 /// tungstenite's errors do (see also [`Error::Http`], [`Error::Url`] and
@@ -675,11 +650,11 @@ pub enum HandshakeFailure {
     /// The HTTP proxy did not open a tunnel to the server: its status
     /// (407: credentials missing or refused) and the start of its body.
     #[error("{0}")]
-    ProxyRefused(Box<crate::handshake::ProxyRefusal>),
+    ProxyRefused(Box<ProxyRefusal>),
     /// The SOCKS5 proxy did not open a tunnel to the server: which proxy,
     /// which target, and why.
     #[error("{0}")]
-    Socks5Refused(Box<crate::dial::Socks5Refusal>),
+    Socks5Refused(Box<Socks5Refusal>),
 }
 
 impl HandshakeFailure {
@@ -695,137 +670,12 @@ impl HandshakeFailure {
     }
 }
 
-/// "the WebSocket upgrade was refused with 403 Forbidden: <body>".
-fn refused_upgrade(response: &http::Response<Option<Vec<u8>>>) -> String {
-    let mut message = format!(
-        "the WebSocket upgrade was refused with {}",
-        response.status()
-    );
-    if let Some(body) = response.body().as_deref().filter(|body| !body.is_empty()) {
-        message.push_str(": ");
-        message.push_str(&summarize_body(body, BODY_SUMMARY));
-    }
-    message
-}
-
-/// At most this many characters of a body appear in an error message.
-pub(crate) const BODY_SUMMARY: usize = 120;
-
-/// A body as one line of text for an error message: lossy UTF-8, control
-/// characters escaped, whitespace runs folded, cut at `max` characters.
-///
-/// Decoded as it goes, and only as far as the summary reaches: the body
-/// is whatever a refusing peer sent along with its head (a whole read),
-/// and decoding all of it at once would cost up to three bytes per byte
-/// it sent (each invalid byte becomes a 3-byte U+FFFD).
-pub(crate) fn summarize_body(body: &[u8], max: usize) -> String {
-    // The same characters as `String::from_utf8_lossy`: one U+FFFD per
-    // invalid sequence.
-    let chars = body.utf8_chunks().flat_map(|chunk| {
-        let invalid = !chunk.invalid().is_empty();
-        chunk
-            .valid()
-            .chars()
-            .chain(invalid.then_some(char::REPLACEMENT_CHARACTER))
-    });
-    let mut out = String::new();
-    let mut length = 0;
-    let mut last_space = true;
-    for c in chars {
-        let space = c.is_whitespace();
-        if space && last_space {
-            continue;
-        }
-        last_space = space;
-        let fitted = if space {
-            push_piece(&mut out, &mut length, max, [' '].into_iter())
-        } else if c.is_control() {
-            push_piece(&mut out, &mut length, max, c.escape_default())
-        } else {
-            push_piece(&mut out, &mut length, max, [c].into_iter())
-        };
-        if !fitted {
-            break;
-        }
-    }
-    out.truncate(out.trim_end().len());
-    out
-}
-
-/// Appends `piece` if `length` plus its characters stays within `max`;
-/// otherwise ends `out` with an ellipsis and returns `false`.
-fn push_piece(
-    out: &mut String,
-    length: &mut usize,
-    max: usize,
-    piece: impl ExactSizeIterator<Item = char>,
-) -> bool {
-    if *length + piece.len() > max {
-        out.push('…');
-        return false;
-    }
-    *length += piece.len();
-    out.extend(piece);
-    true
-}
-
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `summarize_body` written the obvious way, decoding the whole body
-    /// first: the reference the incremental one must match.
-    fn summarize_whole(body: &[u8], max: usize) -> String {
-        let mut out = String::new();
-        let mut length = 0;
-        let mut last_space = true;
-        for c in String::from_utf8_lossy(body).chars() {
-            let piece = match c {
-                c if c.is_whitespace() && last_space => continue,
-                c if c.is_whitespace() => " ".to_owned(),
-                c if c.is_control() => c.escape_default().to_string(),
-                c => c.to_string(),
-            };
-            last_space = piece == " ";
-            if length + piece.chars().count() > max {
-                out.push('…');
-                break;
-            }
-            length += piece.chars().count();
-            out.push_str(&piece);
-        }
-        out.trim_end().to_owned()
-    }
-
-    #[test]
-    fn body_summaries_decode_as_lossy_utf8_does() {
-        let bodies: [&[u8]; 12] = [
-            b"",
-            b"   ",
-            b"plain text",
-            b"  two\r\n\r\n  lines\t ",
-            b"\xff\xfe\xfd",
-            b"\xf0\x90\x80 truncated four-byte sequence",
-            b"\xed\xa0\x80 an encoded surrogate",
-            b"\xc0\xaf an overlong slash",
-            "caf\u{e9} \u{1f600} \u{2028}".as_bytes(),
-            b"\x00\x07\x1b[31m escapes \x7f",
-            b"ends in the middle of \xe2\x82",
-            b"x \xff y \xf0\x9f z",
-        ];
-        for body in bodies {
-            for max in [0, 1, 3, 10, 120] {
-                assert_eq!(
-                    summarize_body(body, max),
-                    summarize_whole(body, max),
-                    "{body:?}, {max}"
-                );
-            }
-        }
-    }
 
     #[test]
     fn messages_say_what_failed() {
@@ -841,7 +691,7 @@ mod tests {
         // The body reads as bytes, not as a list of numbers.
         assert!(format!("{error:?}").contains(r#"b"<html>"#), "{error:?}");
 
-        let url = crate::handshake::ClientUpgrade::new("ftp://example.com/").unwrap_err();
+        let url = crate::upgrade::ClientUpgrade::new("ftp://example.com/").unwrap_err();
         assert_eq!(
             url.to_string(),
             "invalid WebSocket URL: URL scheme not supported (use ws:// or wss://)"

@@ -146,6 +146,7 @@
 
 mod blocking_dial;
 pub mod client;
+mod client_tls;
 mod codec;
 mod config;
 pub mod deflate;
@@ -167,18 +168,20 @@ pub mod protocol;
 mod server;
 mod std_stream;
 pub mod stream;
+mod upgrade;
 mod utf8_bytes;
 pub mod util;
 mod websocket;
 
 pub use bytes::{Buf, Bytes};
 pub use client::{ClientHandshake, ClientRequestBuilder, client, connect};
+pub use client_tls::{client_tls, client_tls_with_config};
 pub use config::{
     Config, DEFAULT_CLOSE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAGMENTS,
     DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_WRITE_BUFFER_SIZE,
     DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Role,
 };
-pub use dial::{Connector, client_tls, client_tls_with_config};
+pub use dial::Connector;
 pub use error::{CapacityError, Error, HandshakeFailure, ProtocolError, Result, TimeoutKind};
 pub use frame::CloseCode;
 pub use handshake::{ClientOptions, HandshakeError, ServerOptions};

@@ -12,8 +12,8 @@ use std::io::{self, Read, Write};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::handshake::{Exchange, Opened, ReceiveBuffer, Step};
 use crate::std_stream::ReadTimer;
+use crate::upgrade::{Exchange, Opened, Outgoing, ReceiveBuffer, Step};
 
 /// One side of a handshake over a stream: [`ServerHandshake`] or
 /// [`ClientHandshake`]. It names what a [`MidHandshake`] holds and what it
@@ -167,12 +167,8 @@ impl<Role: HandshakeRole> From<HandshakeError<Role>> for Error {
 /// write and how its reads are bounded by the deadline.
 pub struct HandshakeMachine<S> {
     stream: S,
-    /// Bytes of the last transmit not yet written.
-    out: Vec<u8>,
-    /// How much of `out` is written.
-    written: usize,
-    /// `out` is written; the stream still owes a flush.
-    flush_owed: bool,
+    /// The last transmit, until it is written and flushed.
+    out: Outgoing,
     read_timer: ReadTimer<S>,
 }
 
@@ -206,9 +202,7 @@ impl<S: 'static> HandshakeMachine<S> {
     pub(crate) fn new(stream: S) -> Self {
         Self {
             stream,
-            out: Vec::new(),
-            written: 0,
-            flush_owed: false,
+            out: Outgoing::default(),
             read_timer: ReadTimer::for_stream(),
         }
     }
@@ -222,23 +216,21 @@ impl<S: Read + Write> HandshakeMachine<S> {
         // read buffer, only what its exchange has received.
         let mut buf = ReceiveBuffer::new();
         loop {
-            if self.written < self.out.len() || self.flush_owed {
+            if self.out.is_pending() {
                 match self.write_out() {
                     Ok(()) => {}
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => return None,
                     Err(error) => {
-                        self.out.clear();
-                        self.written = 0;
-                        self.flush_owed = false;
+                        // The transmit is given up: nothing more of it
+                        // is owed.
+                        self.out = Outgoing::default();
                         exchange.transmit_failed(error.into());
                     }
                 }
             }
             match exchange.poll(Instant::now()) {
                 Step::Transmit(bytes) => {
-                    self.out = bytes;
-                    self.written = 0;
-                    self.flush_owed = true;
+                    self.out = Outgoing::new(bytes);
                 }
                 Step::Receive { deadline } => {
                     if let Err(error) = self.read_timer.arm(&self.stream, deadline, Instant::now())
@@ -250,15 +242,18 @@ impl<S: Read + Write> HandshakeMachine<S> {
                     let read = self.stream.read(buf.spare());
                     let now = Instant::now();
                     match read {
-                        Ok(n) => exchange.receive(buf.filled(n), now),
-                        Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                         Err(error) if is_timeout(&error) && self.timer_fired(now - started) => {
                             // The read timeout set for the deadline fired:
                             // the exchange decides whether time is up.
                             exchange.handle_timeout(now);
                         }
-                        Err(error) if error.kind() == io::ErrorKind::WouldBlock => return None,
-                        Err(error) => exchange.read_failed(error.into(), now),
+                        read => match exchange.handle_read(read.map(|n| buf.filled(n)), now) {
+                            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                                return None;
+                            }
+                            // Interrupted: read again.
+                            _ => {}
+                        },
                     }
                 }
                 Step::Done(outcome) => {
@@ -283,18 +278,12 @@ impl<S: Read + Write> HandshakeMachine<S> {
 
     /// Writes the rest of the last transmit, then flushes.
     fn write_out(&mut self) -> io::Result<()> {
-        while self.written < self.out.len() {
-            match self.stream.write(&self.out[self.written..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.written += n,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error),
-            }
+        while !self.out.unwritten().is_empty() {
+            let wrote = self.stream.write(self.out.unwritten());
+            self.out.wrote(wrote)?;
         }
         self.stream.flush()?;
-        self.out = Vec::new();
-        self.written = 0;
-        self.flush_owed = false;
+        self.out.flushed();
         Ok(())
     }
 }
@@ -303,7 +292,7 @@ impl<S: fmt::Debug> fmt::Debug for HandshakeMachine<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HandshakeMachine")
             .field("stream", &self.stream)
-            .field("unwritten", &(self.out.len() - self.written))
+            .field("unwritten", &self.out.unwritten().len())
             .finish_non_exhaustive()
     }
 }

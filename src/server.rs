@@ -12,13 +12,13 @@ use std::time::Instant;
 use http::{Request, Response};
 
 use crate::error::{Error, Result};
-use crate::handshake::server::ServerUpgrade;
-use crate::handshake::{
-    Callback, HandshakeDriver, HandshakeError, HandshakeMachine, HandshakeRole, MidHandshake,
-    NoCallback, Opened, ServerOptions, upgrade_response,
+use crate::mid_handshake::{
+    Driven, HandshakeError, HandshakeMachine, HandshakeRole, MidHandshake, sealed,
 };
-use crate::mid_handshake::{Driven, sealed};
 use crate::protocol::WebSocketConfig;
+use crate::upgrade::{
+    Callback, HandshakeDriver, NoCallback, Opened, ServerOptions, ServerUpgrade, upgrade_response,
+};
 use crate::websocket::WebSocket;
 
 /// The server side of a handshake over a stream `S`, with callback `C`:
@@ -220,7 +220,7 @@ pub fn write_response<T>(mut w: impl Write, response: &Response<T>) -> Result<()
     };
     let mut head = format!("{version} {}\r\n", response.status()).into_bytes();
     for (name, value) in response.headers() {
-        crate::handshake::head::write_header(&mut head, name, value);
+        crate::upgrade::head::write_header(&mut head, name, value);
     }
     head.extend_from_slice(b"\r\n");
     w.write_all(&head)?;

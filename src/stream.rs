@@ -9,6 +9,10 @@ use std::fmt;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::TcpStream;
 
+use crate::dial::Connector;
+use crate::dial::tls::TlsSession;
+use crate::error::{Error, Result, TimeoutKind};
+
 /// Plain or TLS, as a URL's scheme says (see
 /// [`uri_mode`](crate::client::uri_mode)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,5 +247,106 @@ impl<S: Read + Write> Write for MaybeTlsStream<S> {
             MaybeTlsStream::Rustls(stream) => stream.flush(),
             MaybeTlsStream::Tunneled(stream) => stream.flush(),
         }
+    }
+}
+
+/// The blocking driver's side of a [`Connector`]: the sessions it starts
+/// become [`MaybeTlsStream`]s here, so the dial module knows no driver's
+/// stream type.
+impl Connector {
+    /// Secures `stream` for a connection to `host` as `mode` asks: as it is
+    /// for [`Mode::Plain`], else with TLS through this connector. The TLS
+    /// handshake itself runs on the first read or write (for rustls) or
+    /// here (for native-tls).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Url`] for [`Mode::Tls`] with [`Connector::Plain`];
+    /// [`InvalidDnsName`](crate::error::TlsError::InvalidDnsName)
+    /// for a host that is not a server name; [`Error::Tls`] and
+    /// [`Error::Io`] for a failed native-tls handshake.
+    pub fn wrap_stream<S: Read + Write + 'static>(
+        self,
+        stream: S,
+        host: &str,
+        mode: Mode,
+    ) -> Result<MaybeTlsStream<S>> {
+        if mode == Mode::Plain {
+            return Ok(MaybeTlsStream::Plain(stream));
+        }
+        // Without a waiter, a native-tls handshake that would block is a
+        // timeout on a socket whose read timeout bounds the dial, and an
+        // error otherwise (the stream had to be blocking).
+        #[cfg(feature = "native-tls")]
+        let timed = crate::std_stream::read_timeout_of(&stream).is_some();
+        #[cfg(not(feature = "native-tls"))]
+        let timed = false;
+        let mut blocked = || -> Result<()> {
+            if timed {
+                return Err(Error::Timeout(TimeoutKind::Handshake));
+            }
+            Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "the native-tls handshake needs a blocking stream",
+            )
+            .into())
+        };
+        self.start(stream, host, &mut blocked).map(into_stream)
+    }
+
+    /// Secures a connection to `host` with TLS, over TLS if it already is
+    /// (the server's session inside an `https://` proxy's), and completes
+    /// the TLS handshake on a non-blocking transport, calling `wait` each
+    /// time it would block (`wait` fails the handshake with its error,
+    /// when the deadline has passed).
+    ///
+    /// # Errors
+    ///
+    /// As for [`wrap_stream`](Self::wrap_stream); [`Error::Tls`] for a
+    /// handshake that failed; `wait`'s.
+    pub(crate) fn secure<S>(
+        self,
+        stream: MaybeTlsStream<S>,
+        host: &str,
+        wait: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<MaybeTlsStream<S>>
+    where
+        S: Read + Write + Send + Sync + 'static,
+    {
+        match stream {
+            MaybeTlsStream::Plain(stream) => Ok(into_stream(
+                self.start(stream, host, &mut *wait)?.completed(wait)?,
+            )),
+            secured => Ok(into_tunneled(
+                self.start(secured, host, &mut *wait)?.completed(wait)?,
+            )),
+        }
+    }
+}
+
+/// The driver's stream over a TLS session a connector started.
+fn into_stream<T: Read + Write>(session: TlsSession<T>) -> MaybeTlsStream<T> {
+    match session {
+        #[cfg(feature = "native-tls")]
+        TlsSession::Native(stream) => MaybeTlsStream::NativeTls(stream),
+        #[cfg(feature = "rustls")]
+        TlsSession::Rustls(stream) => MaybeTlsStream::Rustls(stream),
+        #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
+        TlsSession::None(never, _) => match never {},
+    }
+}
+
+/// The driver's stream over a session inside an `https://` proxy's.
+fn into_tunneled<S>(session: TlsSession<MaybeTlsStream<S>>) -> MaybeTlsStream<S>
+where
+    S: Read + Write + Send + Sync + 'static,
+{
+    match session {
+        #[cfg(feature = "native-tls")]
+        TlsSession::Native(stream) => MaybeTlsStream::Tunneled(Box::new(stream)),
+        #[cfg(feature = "rustls")]
+        TlsSession::Rustls(stream) => MaybeTlsStream::Tunneled(Box::new(stream)),
+        #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
+        TlsSession::None(never, _) => match never {},
     }
 }

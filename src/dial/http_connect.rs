@@ -8,56 +8,13 @@ use std::time::Instant;
 use http::StatusCode;
 use http::header::{HOST, HeaderValue, PROXY_AUTHORIZATION};
 
-use super::proxy::authority;
-use crate::error::{
-    BODY_SUMMARY, Error, HandshakeFailure, ProtocolError, Result, UrlError, summarize_body,
-};
-use crate::handshake::head::{self, HeadReader};
-use crate::handshake::progress::Progress;
-use crate::handshake::{Exchange, Step};
-
-/// Why an HTTP proxy did not open the tunnel: its address, the target,
-/// the status it answered, and the start of its body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ProxyRefusal {
-    /// The proxy, as `host:port`.
-    pub proxy: String,
-    /// The CONNECT target, as `host:port`.
-    pub target: String,
-    /// The proxy's status: 407 asks for (other) credentials.
-    pub status: StatusCode,
-    /// What of the body had arrived with the head, as one line of text,
-    /// at most 120 characters.
-    pub body: String,
-}
-
-impl ProxyRefusal {
-    /// Whether the proxy wants credentials: none were set, or they were
-    /// refused. That is 407, and 401, which some proxies (tinyproxy among
-    /// them) answer CONNECT with.
-    pub fn needs_authentication(&self) -> bool {
-        self.status == StatusCode::PROXY_AUTHENTICATION_REQUIRED
-            || self.status == StatusCode::UNAUTHORIZED
-    }
-}
-
-impl fmt::Display for ProxyRefusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "proxy {} refused CONNECT {}: {}",
-            self.proxy, self.target, self.status
-        )?;
-        if self.needs_authentication() {
-            f.write_str(" (credentials missing or refused)")?;
-        }
-        if !self.body.is_empty() {
-            write!(f, ": {}", self.body)?;
-        }
-        Ok(())
-    }
-}
+use super::authority::authority;
+use super::error::ProxyRefusal;
+use crate::error::{Error, HandshakeFailure, ProtocolError, Result, UrlError};
+use crate::upgrade::head::{self, HeadReader};
+use crate::upgrade::progress::Progress;
+use crate::upgrade::summary::{BODY_SUMMARY, summarize_body};
+use crate::upgrade::{Exchange, Step};
 
 /// The CONNECT exchange with an HTTP proxy, sans-IO: transmit the
 /// request, read the proxy's answer; a 2xx leaves the connection a tunnel

@@ -14,23 +14,28 @@
 //! exchanges are run by the same loop as the opening handshake (they are
 //! [`Exchange`](crate::handshake::Exchange)s).
 
+mod authority;
+mod client_options;
+pub(crate) mod error;
 mod http_connect;
 mod proxy;
 mod route;
 mod sequence;
 mod socks5;
-mod tls;
+pub(crate) mod tls;
 mod tunnel;
 
-pub use http_connect::{ProxyRefusal, ProxyTunnel};
+pub use client_options::ClientOptions;
+pub use error::{ProxyRefusal, Socks5Reason, Socks5Refusal, TlsError};
+pub use http_connect::ProxyTunnel;
 pub use proxy::{Proxy, ProxyScheme};
 pub use route::{DialStep, Route};
 pub use sequence::Dial;
-pub use socks5::{Socks5Reason, Socks5Refusal, Socks5Target, Socks5Tunnel};
+pub use socks5::{Socks5Target, Socks5Tunnel};
+pub use tls::Connector;
 #[cfg(feature = "native-tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "native-tls")))]
 pub use tls::native_tls;
-pub use tls::{Connector, client_tls, client_tls_with_config};
 #[cfg(feature = "rustls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use tls::{client_config, rustls, rustls_io_error, server_name};

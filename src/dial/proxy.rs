@@ -10,6 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use http::Uri;
 use http::header::HeaderValue;
 
+use super::authority::authority;
 use super::http_connect::ProxyTunnel;
 use super::socks5::{Socks5Target, Socks5Tunnel};
 use super::tunnel::Tunnel;
@@ -422,15 +423,6 @@ impl Proxy {
     /// `host:port`, with brackets around an IPv6 address.
     pub(crate) fn address(&self) -> String {
         authority(&self.host, self.port)
-    }
-}
-
-/// `host:port` as an authority, bracketing IPv6 addresses.
-pub(crate) fn authority(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
     }
 }
 

@@ -3,7 +3,8 @@
 use std::net::IpAddr;
 use std::time::Instant;
 
-use super::proxy::{Proxy, authority};
+use super::authority::authority;
+use super::proxy::Proxy;
 use super::tunnel::Tunnel;
 
 /// Where a client connects for a URL: the server's host and port, whether

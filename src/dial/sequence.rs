@@ -7,11 +7,12 @@ use std::time::Instant;
 use http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, PROXY_AUTHORIZATION, SEC_WEBSOCKET_KEY};
 use http::{HeaderValue, Request, Uri};
 
+use super::client_options::ClientOptions;
 use super::route::{DialStep, Route};
 use super::tls::Connector;
 use super::tunnel::Tunnel;
 use crate::error::{Error, Result, UrlError};
-use crate::handshake::{ClientOptions, ClientUpgrade, HandshakeDriver, IntoClientRequest};
+use crate::upgrade::{ClientUpgrade, HandshakeDriver, IntoClientRequest};
 
 /// Everything a driver needs to dial a `ws://` or `wss://` URL, decided
 /// once for every driver: where each attempt connects and through what
@@ -245,7 +246,7 @@ mod tests {
 
     use super::*;
     use crate::Config;
-    use crate::handshake::Step;
+    use crate::upgrade::Step;
 
     fn redirect_to(location: &str) -> Error {
         let response = Response::builder()

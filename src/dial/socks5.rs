@@ -23,9 +23,10 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use super::error::{Socks5Reason, Socks5Refusal};
 use crate::error::{Error, HandshakeFailure, ProtocolError, Result, UrlError};
-use crate::handshake::progress::Progress;
-use crate::handshake::{Exchange, Step};
+use crate::upgrade::progress::Progress;
+use crate::upgrade::{Exchange, Step};
 
 /// The protocol version of every SOCKS5 message but RFC 1929's.
 const VERSION: u8 = 5;
@@ -69,90 +70,6 @@ impl Socks5Target {
             Socks5Target::Domain(name, port) if name.contains(':') => format!("[{name}]:{port}"),
             Socks5Target::Domain(name, port) => format!("{name}:{port}"),
         }
-    }
-}
-
-/// Why a SOCKS5 proxy did not open the tunnel.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Socks5Refusal {
-    /// The proxy, as `host:port`.
-    pub proxy: String,
-    /// The CONNECT target, as `host:port`.
-    pub target: String,
-    /// What the proxy answered.
-    pub reason: Socks5Reason,
-    /// Whether username/password authentication was offered (what a
-    /// refusal of every method offered means depends on it).
-    offered_credentials: bool,
-}
-
-/// What a SOCKS5 proxy answered instead of opening the tunnel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Socks5Reason {
-    /// The proxy accepts none of the authentication methods offered
-    /// (METHOD X'FF'): username/password when credentials were set, "no
-    /// authentication" otherwise.
-    NoAcceptableMethod,
-    /// The proxy refused the user name and password (RFC 1929 status
-    /// other than 0).
-    AuthenticationFailed,
-    /// The proxy answered CONNECT with this reply code (REP), never 0:
-    /// 1 general failure, 2 not allowed by its rules, 3 network
-    /// unreachable, 4 host unreachable, 5 connection refused, 6 TTL
-    /// expired, 7 command not supported, 8 address type not supported.
-    Reply(u8),
-}
-
-impl Socks5Refusal {
-    /// Whether the proxy wants (other) credentials: it accepts no
-    /// unauthenticated client and none were set, or it refused the ones
-    /// that were.
-    pub fn needs_authentication(&self) -> bool {
-        match self.reason {
-            Socks5Reason::NoAcceptableMethod => !self.offered_credentials,
-            Socks5Reason::AuthenticationFailed => true,
-            Socks5Reason::Reply(_) => false,
-        }
-    }
-}
-
-impl fmt::Display for Socks5Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "SOCKS5 proxy {} refused CONNECT {}: ",
-            self.proxy, self.target
-        )?;
-        match self.reason {
-            Socks5Reason::NoAcceptableMethod if self.offered_credentials => {
-                f.write_str("no acceptable authentication method (username/password was offered)")
-            }
-            Socks5Reason::NoAcceptableMethod => {
-                f.write_str("no acceptable authentication method (credentials missing or refused)")
-            }
-            Socks5Reason::AuthenticationFailed => f.write_str(
-                "username/password authentication failed (credentials missing or refused)",
-            ),
-            Socks5Reason::Reply(code) => write!(f, "{} (reply {code})", reply_words(code)),
-        }
-    }
-}
-
-/// RFC 1928 section 6's reply codes in words.
-fn reply_words(code: u8) -> &'static str {
-    match code {
-        0x00 => "succeeded",
-        0x01 => "general SOCKS server failure",
-        0x02 => "connection not allowed by ruleset",
-        0x03 => "network unreachable",
-        0x04 => "host unreachable",
-        0x05 => "connection refused",
-        0x06 => "TTL expired",
-        0x07 => "command not supported",
-        0x08 => "address type not supported",
-        _ => "unassigned reply code",
     }
 }
 

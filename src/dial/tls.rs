@@ -1,6 +1,8 @@
 //! TLS for `wss://`: the [`Connector`] that says how a client connection is
-//! secured, used by the blocking driver here and by tokio-lockgate, and
-//! [`client_tls`] / [`client_tls_with_config`].
+//! secured, used by the blocking driver and by tokio-lockgate. The
+//! blocking driver turns the `TlsSession` a connector starts into its
+//! `MaybeTlsStream` (`src/stream.rs`); tungstenite's `client_tls` lives
+//! with the blocking client (`src/client_tls.rs`).
 //!
 //! Two TLS libraries, each behind a feature: rustls (`rustls`, or with
 //! root certificates `rustls-tls-webpki-roots` / `rustls-tls-native-roots`)
@@ -24,15 +26,9 @@ pub use native_tls;
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
 pub use rustls;
 
-use crate::client::{ClientHandshake, IntoClientRequest, uri_mode};
 #[cfg(any(feature = "rustls", feature = "native-tls"))]
-use crate::error::TlsError;
+use super::error::TlsError;
 use crate::error::{Error, Result, UrlError};
-use crate::handshake::HandshakeError;
-use crate::handshake::client::Response;
-use crate::protocol::WebSocketConfig;
-use crate::stream::{MaybeTlsStream, Mode};
-use crate::websocket::WebSocket;
 
 /// How a client connection is secured: plain, or TLS through one of the
 /// enabled TLS libraries, with your settings (root certificates, client
@@ -139,105 +135,31 @@ impl Connector {
         }
     }
 
-    /// Secures `stream` for a connection to `host` as `mode` asks: as it is
-    /// for [`Mode::Plain`], else with TLS through this connector. The TLS
-    /// handshake itself runs on the first read or write (for rustls) or
-    /// here (for native-tls).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Url`] for [`Mode::Tls`] with [`Connector::Plain`];
-    /// [`InvalidDnsName`](crate::error::TlsError::InvalidDnsName)
-    /// for a host that is not a server name; [`Error::Tls`] and
-    /// [`Error::Io`] for a failed native-tls handshake.
-    pub fn wrap_stream<S: Read + Write + 'static>(
-        self,
-        stream: S,
-        host: &str,
-        mode: Mode,
-    ) -> Result<MaybeTlsStream<S>> {
-        if mode == Mode::Plain {
-            return Ok(MaybeTlsStream::Plain(stream));
-        }
-        self.start(stream, host, None).map(Session::into_stream)
-    }
-
-    /// Secures a connection to `host` with TLS, over TLS if it already is
-    /// (the server's session inside an `https://` proxy's), and completes
-    /// the TLS handshake on a non-blocking transport, calling `wait` each
-    /// time it would block (`wait` fails the handshake with its error,
-    /// when the deadline has passed).
-    ///
-    /// # Errors
-    ///
-    /// As for [`wrap_stream`](Self::wrap_stream); [`Error::Tls`] for a
-    /// handshake that failed; `wait`'s.
-    pub(crate) fn secure<S>(
-        self,
-        stream: MaybeTlsStream<S>,
-        host: &str,
-        wait: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<MaybeTlsStream<S>>
-    where
-        S: Read + Write + Send + Sync + 'static,
-    {
-        match stream {
-            MaybeTlsStream::Plain(stream) => Ok(self
-                .start(stream, host, Some(&mut *wait))?
-                .completed(wait)?
-                .into_stream()),
-            secured => Ok(self
-                .start(secured, host, Some(&mut *wait))?
-                .completed(wait)?
-                .into_tunneled()),
-        }
-    }
-
     /// A TLS session to `host` over `stream`, by this connector's library.
     /// native-tls runs its handshake here: on a stream that would block,
-    /// after each `wait` (without one, a blocked handshake is a timeout if
-    /// the socket has a read timeout, and an error otherwise).
-    fn start<T: Read + Write + 'static>(
+    /// after each `wait` (which fails the handshake with its error: the
+    /// driver decides what a blocked handshake means).
+    pub(crate) fn start<T: Read + Write + 'static>(
         self,
         stream: T,
         host: &str,
-        wait: Option<&mut dyn FnMut() -> Result<()>>,
-    ) -> Result<Session<T>> {
+        wait: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<TlsSession<T>> {
         let _ = (&stream, host, &wait);
         match self {
             Connector::Plain => Err(Connector::plain_cannot_secure()),
             #[cfg(feature = "native-tls")]
             Connector::NativeTls(connector) => {
                 let host = host.trim_start_matches('[').trim_end_matches(']');
-                let mut wait = wait;
                 let mut handshake = connector.connect(host, stream);
                 loop {
                     match handshake {
-                        Ok(stream) => return Ok(Session::Native(stream)),
+                        Ok(stream) => return Ok(TlsSession::Native(stream)),
                         Err(native_tls::HandshakeError::Failure(error)) => {
                             return Err(Error::Tls(error.into()));
                         }
                         Err(native_tls::HandshakeError::WouldBlock(mid)) => {
-                            match wait.as_mut() {
-                                Some(wait) => wait()?,
-                                // A read timed out: on a socket whose read
-                                // timeout bounds the dial, the deadline has
-                                // passed.
-                                None if crate::std_stream::read_timeout_of(mid.get_ref())
-                                    .is_some() =>
-                                {
-                                    return Err(Error::Timeout(
-                                        crate::error::TimeoutKind::Handshake,
-                                    ));
-                                }
-                                None => {
-                                    return Err(std::io::Error::new(
-                                        std::io::ErrorKind::WouldBlock,
-                                        "the native-tls handshake needs a blocking stream",
-                                    )
-                                    .into());
-                                }
-                            }
+                            wait()?;
                             handshake = mid.handshake();
                         }
                     }
@@ -248,7 +170,7 @@ impl Connector {
                 let name = server_name(host)?;
                 let connection =
                     rustls::ClientConnection::new(config, name).map_err(TlsError::from)?;
-                Ok(Session::Rustls(rustls::StreamOwned::new(
+                Ok(TlsSession::Rustls(rustls::StreamOwned::new(
                     connection, stream,
                 )))
             }
@@ -256,10 +178,11 @@ impl Connector {
     }
 }
 
-/// A TLS session over `T`, by one of the TLS libraries built. Unboxed: it
-/// is moved once, into the stream it becomes.
+/// A TLS session over `T`, by one of the TLS libraries built: what a
+/// [`Connector`] starts, and a driver turns into its own stream type.
+/// Unboxed: it is moved once, into the stream it becomes.
 #[allow(clippy::large_enum_variant, reason = "moved once, into its stream")]
-enum Session<T: Read + Write> {
+pub(crate) enum TlsSession<T: Read + Write> {
     #[cfg(feature = "native-tls")]
     Native(native_tls::TlsStream<T>),
     #[cfg(feature = "rustls")]
@@ -269,15 +192,15 @@ enum Session<T: Read + Write> {
     None(std::convert::Infallible, std::marker::PhantomData<T>),
 }
 
-impl<T: Read + Write> Session<T> {
+impl<T: Read + Write> TlsSession<T> {
     /// The session with its handshake over: rustls's, driven here on a
     /// non-blocking transport, calling `wait` each time it would block
-    /// (native-tls's ended in [`Connector::start`]).
-    fn completed(self, wait: &mut dyn FnMut() -> Result<()>) -> Result<Self> {
+    /// (native-tls's ended in `Connector::start`).
+    pub(crate) fn completed(self, wait: &mut dyn FnMut() -> Result<()>) -> Result<Self> {
         let _ = &wait;
         match self {
             #[cfg(feature = "rustls")]
-            Session::Rustls(mut stream) => {
+            TlsSession::Rustls(mut stream) => {
                 while stream.conn.is_handshaking() {
                     match stream.conn.complete_io(&mut stream.sock) {
                         Ok(_) => {}
@@ -286,35 +209,10 @@ impl<T: Read + Write> Session<T> {
                         Err(error) => return Err(rustls_io_error(error)),
                     }
                 }
-                Ok(Session::Rustls(stream))
+                Ok(TlsSession::Rustls(stream))
             }
             #[cfg(any(feature = "native-tls", not(feature = "rustls")))]
             other => Ok(other),
-        }
-    }
-
-    fn into_stream(self) -> MaybeTlsStream<T> {
-        match self {
-            #[cfg(feature = "native-tls")]
-            Session::Native(stream) => MaybeTlsStream::NativeTls(stream),
-            #[cfg(feature = "rustls")]
-            Session::Rustls(stream) => MaybeTlsStream::Rustls(stream),
-            #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
-            Session::None(never, _) => match never {},
-        }
-    }
-}
-
-impl<S: Read + Write + Send + Sync + 'static> Session<MaybeTlsStream<S>> {
-    /// The session over an `https://` proxy's.
-    fn into_tunneled(self) -> MaybeTlsStream<S> {
-        match self {
-            #[cfg(feature = "native-tls")]
-            Session::Native(stream) => MaybeTlsStream::Tunneled(Box::new(stream)),
-            #[cfg(feature = "rustls")]
-            Session::Rustls(stream) => MaybeTlsStream::Tunneled(Box::new(stream)),
-            #[cfg(not(any(feature = "native-tls", feature = "rustls")))]
-            Session::None(never, _) => match never {},
         }
     }
 }
@@ -433,64 +331,6 @@ pub fn client_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfi
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
-}
-
-/// The error [`client_tls`] fails with: a client handshake over the
-/// secured stream.
-type TlsHandshakeError<S> = HandshakeError<ClientHandshake<MaybeTlsStream<S>>>;
-
-/// The client handshake for `request` over `stream`, secured with TLS
-/// first for a `wss://` URL (the default connector, see [`Connector`]).
-///
-/// # Errors
-///
-/// As for [`client_tls_with_config`].
-pub fn client_tls<R, S>(
-    request: R,
-    stream: S,
-) -> std::result::Result<(WebSocket<MaybeTlsStream<S>>, Response), TlsHandshakeError<S>>
-where
-    R: IntoClientRequest,
-    S: Read + Write + 'static,
-{
-    client_tls_with_config(request, stream, None, None)
-}
-
-/// [`client_tls`] with a configuration and a [`Connector`] (`None`: the
-/// default for the URL's scheme).
-///
-/// # Errors
-///
-/// [`HandshakeError::Failure`] with [`Error::Url`] for an unusable URL (or
-/// `wss://` without a TLS feature), [`Error::Tls`] for a TLS failure, and
-/// the errors of [`client`](crate::client()); [`HandshakeError::Interrupted`]
-/// when a non-blocking stream would block: call
-/// [`handshake`](crate::handshake::MidHandshake::handshake) on it again
-/// once the stream is ready.
-pub fn client_tls_with_config<R, S>(
-    request: R,
-    stream: S,
-    config: Option<WebSocketConfig>,
-    connector: Option<Connector>,
-) -> std::result::Result<(WebSocket<MaybeTlsStream<S>>, Response), TlsHandshakeError<S>>
-where
-    R: IntoClientRequest,
-    S: Read + Write + 'static,
-{
-    let request = request.into_client_request()?;
-    let mode = uri_mode(request.uri())?;
-    let host = request
-        .uri()
-        .host()
-        .ok_or(Error::Url(UrlError::NoHostName))?
-        .to_owned();
-    let connector = match (connector, mode) {
-        (Some(connector), _) => connector,
-        (None, Mode::Plain) => Connector::Plain,
-        (None, Mode::Tls) => Connector::for_wss()?,
-    };
-    let stream = connector.wrap_stream(stream, &host, mode)?;
-    crate::client::client_with_config(request, stream, config)
 }
 
 /// What an I/O error of a rustls stream means: the TLS failure inside it

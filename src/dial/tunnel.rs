@@ -5,7 +5,7 @@ use std::time::Instant;
 use super::http_connect::ProxyTunnel;
 use super::socks5::Socks5Tunnel;
 use crate::error::{Error, Result};
-use crate::handshake::{Exchange, Step};
+use crate::upgrade::{Exchange, Step};
 
 /// A proxy's tunnel being opened: HTTP CONNECT or SOCKS5, run by a driver
 /// like any [`Exchange`].

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use lockgate::handshake::client::Response;
 use lockgate::handshake::{
-    Callback, Exchange, HandshakeDriver, IntoClientRequest, Opened, ReceiveBuffer, ServerUpgrade,
-    Step,
+    Callback, Exchange, HandshakeDriver, IntoClientRequest, Opened, Outgoing, ReceiveBuffer,
+    ServerUpgrade, Step,
 };
 use lockgate::{ClientOptions, Error, Result, ServerOptions};
 
@@ -220,25 +220,24 @@ where
     async move {
         let mut buf = ReceiveBuffer::new();
         let mut timer = DeadlineTimer::<R>::default();
-        let mut out = Vec::new();
+        let mut out = Outgoing::default();
         loop {
             // Taken apart before anything awaits: whatever a match holds
             // (the `Step`, or an `Option` of its bytes) would stay in the
             // future's state beside what was moved out of it.
             let (transmit, deadline) = match exchange.poll(R::now()) {
                 Step::Transmit(bytes) => {
-                    out = bytes;
+                    out = Outgoing::new(bytes);
                     (true, exchange.deadline())
                 }
                 Step::Receive { deadline } => (false, deadline),
                 Step::Done(result) => return result,
             };
             if transmit {
-                let mut written = 0;
-                let write =
-                    poll_fn(|cx| poll_write_all_and_flush::<R, S>(stream, cx, &out, &mut written));
+                let write = poll_fn(|cx| poll_write_all_and_flush::<R, S>(stream, cx, &mut out));
                 let sent = timer.race(deadline, write).await;
-                out = Vec::new();
+                // Sent or given up: its buffer goes either way.
+                out = Outgoing::default();
                 match sent {
                     Some(Ok(())) => {}
                     Some(Err(error)) => exchange.transmit_failed(error.into()),
@@ -254,8 +253,16 @@ where
                     polled
                 });
                 match timer.race(deadline, read).await {
-                    Some(Ok(n)) => exchange.receive(buf.filled(n), R::now()),
-                    Some(Err(error)) => exchange.read_failed(error.into(), R::now()),
+                    Some(read) => {
+                        let now = R::now();
+                        if let Err(error) = exchange.handle_read(read.map(|n| buf.filled(n)), now) {
+                            // A runtime's read that is ready with
+                            // WouldBlock or Interrupted broke its
+                            // contract: the exchange fails rather than
+                            // spins.
+                            exchange.read_failed(error.into(), now);
+                        }
+                    }
                     None => exchange.handle_timeout(R::now()),
                 }
             }
@@ -320,24 +327,17 @@ pub async fn until<R: Runtime, F: Future>(
     .await
 }
 
-/// Writes `bytes` from `*written` on, counting what the stream takes,
-/// then flushes.
+/// Writes what is left of `out`, counting what the stream takes (the
+/// core's [`Outgoing`] says what each result means), then flushes.
 fn poll_write_all_and_flush<R: Transport<S>, S: Unpin>(
     stream: &mut S,
     cx: &mut Context<'_>,
-    bytes: &[u8],
-    written: &mut usize,
+    out: &mut Outgoing,
 ) -> Poll<io::Result<()>> {
-    while *written < bytes.len() {
-        match ready!(R::poll_write(
-            Pin::new(&mut *stream),
-            cx,
-            &bytes[*written..]
-        )) {
-            Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-            Ok(n) => *written += n,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Poll::Ready(Err(error)),
+    while !out.unwritten().is_empty() {
+        let wrote = ready!(R::poll_write(Pin::new(&mut *stream), cx, out.unwritten()));
+        if let Err(error) = out.wrote(wrote) {
+            return Poll::Ready(Err(error));
         }
     }
     R::poll_flush(Pin::new(stream), cx)

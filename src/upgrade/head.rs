@@ -12,7 +12,8 @@ use bytes::Bytes;
 use http::header::{AsHeaderName, HeaderMap, HeaderName, HeaderValue};
 
 use super::limits::HandshakeLimits;
-use crate::error::{BODY_SUMMARY, HandshakeFailure, summarize_body};
+use super::summary::{BODY_SUMMARY, summarize_body};
+use crate::error::HandshakeFailure;
 
 /// How many header fields [`parse_fields`] parses into room on the stack;
 /// a head with more gets room for exactly its fields on the heap.
@@ -577,7 +578,7 @@ pub(crate) fn write_name(out: &mut Vec<u8>, name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handshake::limits::{DEFAULT_MAX_HEAD_SIZE as MAX_HEAD_SIZE, DEFAULT_MAX_HEADERS};
+    use crate::upgrade::limits::{DEFAULT_MAX_HEAD_SIZE as MAX_HEAD_SIZE, DEFAULT_MAX_HEADERS};
 
     /// The line limit of the tests of lines: below the head's.
     const LINE: usize = 8 * 1024;

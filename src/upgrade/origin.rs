@@ -9,7 +9,8 @@ use http::Request;
 use http::header::{HOST, ORIGIN};
 
 use super::head;
-use crate::error::{BODY_SUMMARY, HandshakeFailure, summarize_body};
+use super::summary::{BODY_SUMMARY, summarize_body};
+use crate::error::HandshakeFailure;
 
 /// Which web pages may open a WebSocket to the server: the check of the
 /// request's `Origin` that every server handshake makes once the request

@@ -52,43 +52,56 @@
 //! let opened = client.receive(&accepted.response_bytes).unwrap().expect("complete response");
 //! assert_eq!(opened.response.status(), 101);
 //! ```
+//!
+//! This module is the public face of two layers: the sans-IO handshake
+//! above, and the blocking driver's handshake over a stream
+//! ([`MidHandshake`], [`HandshakeError`], [`client::ClientHandshake`],
+//! [`server::ServerHandshake`]) under tungstenite's paths. It only
+//! re-exports; the core itself knows no driver.
 
-mod accept_key;
-pub mod client;
-mod client_upgrade;
-mod driver;
-mod extended_connect;
-pub(crate) mod head;
-mod limits;
-mod options;
-mod origin;
-pub(crate) mod progress;
-mod receive_buffer;
-pub mod server;
-mod server_upgrade;
+pub use crate::dial::ClientOptions;
+/// Where they were before the dial module; [`crate::dial`] has them all.
+pub use crate::dial::{Proxy, ProxyRefusal, ProxyTunnel, Route};
+pub use crate::mid_handshake::{HandshakeError, HandshakeRole, MidHandshake};
+pub use crate::upgrade::{
+    Callback, ClientUpgrade, ClientUpgradeDone, DEFAULT_MAX_HEAD_SIZE, DEFAULT_MAX_HEADERS,
+    DEFAULT_MAX_LINE_SIZE, ErrorResponse, Exchange, ExtendedConnect, HandshakeDriver,
+    HandshakeLimits, IntoClientRequest, NoCallback, Opened, OriginPatternError, OriginPolicy,
+    Outgoing, ReceiveBuffer, ServerOptions, ServerUpgrade, ServerUpgradeDone, Step,
+    WEBSOCKET_PROTOCOL, choose_subprotocol, derive_accept_key, error_response_bytes,
+    extended_connect_response, generate_key, is_extended_connect, upgrade_response,
+    upgrade_response_with_deflate,
+};
+pub use machine::HandshakeMachine;
 
 /// The stream of a handshake in progress, under tungstenite's path.
 pub mod machine {
     pub use crate::mid_handshake::HandshakeMachine;
 }
 
-/// Where they were before the dial module; [`crate::dial`] has them all.
-pub use crate::dial::{Proxy, ProxyRefusal, ProxyTunnel, Route};
-pub use crate::mid_handshake::{HandshakeError, HandshakeRole, MidHandshake};
-pub use accept_key::{derive_accept_key, generate_key};
-pub use client_upgrade::{ClientUpgrade, ClientUpgradeDone, IntoClientRequest};
-pub use driver::{Exchange, HandshakeDriver, Opened, Step};
-pub use extended_connect::{
-    ExtendedConnect, WEBSOCKET_PROTOCOL, extended_connect_response, is_extended_connect,
-};
-pub use limits::{
-    DEFAULT_MAX_HEAD_SIZE, DEFAULT_MAX_HEADERS, DEFAULT_MAX_LINE_SIZE, HandshakeLimits,
-};
-pub use machine::HandshakeMachine;
-pub use options::{ClientOptions, ServerOptions};
-pub use origin::{OriginPatternError, OriginPolicy};
-pub use receive_buffer::ReceiveBuffer;
-pub use server_upgrade::{
-    Callback, ErrorResponse, NoCallback, ServerUpgrade, ServerUpgradeDone, choose_subprotocol,
-    error_response_bytes, upgrade_response, upgrade_response_with_deflate,
-};
+pub mod client {
+    //! The client side of the handshake under tungstenite's path
+    //! (`handshake::client`): its request and response types, the handshake
+    //! over a stream, and the key.
+
+    pub use crate::client::ClientHandshake;
+    pub use crate::upgrade::generate_key;
+    pub use crate::upgrade::{ClientUpgrade, ClientUpgradeDone, IntoClientRequest};
+
+    pub use crate::upgrade::messages::client::{Request, Response};
+}
+
+pub mod server {
+    //! The server side of the handshake under tungstenite's path
+    //! (`handshake::server`): the request, response and refusal types, the
+    //! [`Callback`] that inspects requests, and the handshake over a stream.
+
+    pub use crate::server::{
+        ServerHandshake, create_response, create_response_with_body, write_response,
+    };
+    pub use crate::upgrade::{
+        Callback, ErrorResponse, NoCallback, ServerUpgrade, ServerUpgradeDone,
+    };
+
+    pub use crate::upgrade::messages::server::{Request, Response};
+}

@@ -9,6 +9,7 @@ use http::header::SEC_WEBSOCKET_PROTOCOL;
 use http::{Request, Response};
 
 use super::client_upgrade::ClientUpgrade;
+use super::exchange::{Exchange, Opened, Step};
 use super::progress::Progress;
 use super::server_upgrade::{Callback, ServerUpgrade, error_response_bytes};
 use crate::config::{Config, Role};
@@ -140,54 +141,6 @@ struct Accepted {
     response: Response<()>,
 }
 
-/// What [`HandshakeDriver::poll`] asks the driver to do next.
-///
-/// `T` is what the exchange ends with: the opened connection for a
-/// [`HandshakeDriver`], the tunnel for a
-/// [`ProxyTunnel`](super::ProxyTunnel).
-#[derive(Debug)]
-#[must_use = "the handshake only progresses if the driver does what the step says"]
-pub enum Step<T = Result<Box<Opened>>> {
-    /// Write all of these bytes to the connection and flush it. If that
-    /// fails, report it with [`HandshakeDriver::transmit_failed`].
-    Transmit(Vec<u8>),
-    /// Read from the connection once, waiting no later than `deadline`,
-    /// and report what happened with [`HandshakeDriver::receive`],
-    /// [`HandshakeDriver::read_failed`] or
-    /// [`HandshakeDriver::handle_timeout`].
-    Receive {
-        /// When the handshake times out; `None` if it never does.
-        deadline: Option<Instant>,
-    },
-    /// The handshake is over: the connection is open, or it failed and
-    /// should be dropped. (Boxed: a driver that keeps its handshake inside
-    /// a long-lived future or struct should not carry a whole connection
-    /// state next to the connection.)
-    Done(T),
-}
-
-/// An exchange of HTTP heads over a connection, sans-IO, under one
-/// deadline: what a driver's single loop runs. [`HandshakeDriver`] (the
-/// opening handshake) and [`ProxyTunnel`](super::ProxyTunnel) (a CONNECT
-/// through an HTTP proxy) are exchanges; the calling contract is
-/// [`HandshakeDriver`]'s.
-pub trait Exchange {
-    /// What [`Step::Done`] carries.
-    type Outcome;
-    /// What to do next.
-    fn poll(&mut self, now: Instant) -> Step<Self::Outcome>;
-    /// Bytes read from the connection (empty: the end of the stream).
-    fn receive(&mut self, input: &[u8], now: Instant);
-    /// Reading failed.
-    fn read_failed(&mut self, error: Error, now: Instant);
-    /// Writing the last [`Step::Transmit`] failed.
-    fn transmit_failed(&mut self, error: Error);
-    /// A wait was cut short by the deadline.
-    fn handle_timeout(&mut self, now: Instant);
-    /// When the exchange times out; `None` if it never does.
-    fn deadline(&self) -> Option<Instant>;
-}
-
 impl<H> Exchange for HandshakeDriver<H> {
     type Outcome = Result<Box<Opened>>;
 
@@ -214,25 +167,6 @@ impl<H> Exchange for HandshakeDriver<H> {
     fn deadline(&self) -> Option<Instant> {
         HandshakeDriver::deadline(self)
     }
-}
-
-/// A completed opening handshake: the connection's protocol state and the
-/// HTTP messages that opened it.
-#[derive(Debug)]
-#[non_exhaustive]
-#[must_use = "the context is the connection"]
-pub struct Opened {
-    /// The connection, ready to be driven over the stream the handshake
-    /// ran on ([`WebSocket::from_context`](crate::WebSocket::from_context)).
-    /// It already holds the negotiated permessage-deflate parameters and
-    /// any bytes that arrived after the peer's head.
-    pub context: WebSocketContext,
-    /// The upgrade request: received (server) or sent (client).
-    pub request: Request<()>,
-    /// The `101 Switching Protocols` response: sent (server) or received
-    /// (client). The chosen subprotocol, if any, is its
-    /// `Sec-WebSocket-Protocol` header.
-    pub response: Response<()>,
 }
 
 impl<C: Callback> HandshakeDriver<ServerUpgrade<C>> {
@@ -431,7 +365,7 @@ mod tests {
 
     use super::*;
     use crate::error::TimeoutKind;
-    use crate::handshake::NoCallback;
+    use crate::upgrade::server_upgrade::NoCallback;
 
     const REQUEST: &[u8] = b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n\
         Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
@@ -540,7 +474,8 @@ mod tests {
         let mut client =
             HandshakeDriver::client(ClientUpgrade::new(request).unwrap(), config(), start);
         let choose = |request: &Request<()>, mut response: Response<()>| {
-            let chosen = crate::handshake::choose_subprotocol(request, &["chat.v2"]).unwrap();
+            let chosen =
+                crate::upgrade::server_upgrade::choose_subprotocol(request, &["chat.v2"]).unwrap();
             response
                 .headers_mut()
                 .insert("sec-websocket-protocol", chosen.parse().unwrap());

@@ -186,7 +186,7 @@ impl ExtendedConnect {
     /// [`Error::Url`] as for
     /// [`ClientUpgrade::with_deflate`](super::ClientUpgrade::with_deflate).
     pub fn new(
-        request: impl super::IntoClientRequest,
+        request: impl super::client_upgrade::IntoClientRequest,
         deflate: Option<DeflateConfig>,
     ) -> Result<Self> {
         let request = complete_request(request.into_client_request()?)?;

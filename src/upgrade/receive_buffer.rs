@@ -1,7 +1,7 @@
 //! [`ReceiveBuffer`]: what a driver reads an [`Exchange`]'s input into.
 
 #[cfg(doc)]
-use super::driver::{Exchange, Step};
+use super::exchange::{Exchange, Step};
 
 /// The size of the first read, and the least any read is offered: one read
 /// for a usual 101 response or a small upgrade request.

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use super::driver::Step;
+use super::exchange::Step;
 use crate::error::{Error, Result, TimeoutKind};
 
 /// ```text
