@@ -12,7 +12,7 @@ use bytes::buf::Limit;
 use bytes::{BufMut, BytesMut};
 use socket2::SockRef;
 
-use crate::WebSocketContext;
+use crate::proto::WebSocketContext;
 use crate::stream::MaybeTlsStream;
 
 /// One `recv` into `buf`'s spare capacity (up to its limit), which it

@@ -21,7 +21,7 @@ use http::HeaderValue;
 use http::header::GetAll;
 
 use super::DeflateConfig;
-use crate::Role;
+use crate::config::Role;
 use crate::error::HandshakeFailure;
 
 /// The extension token of RFC 7692.

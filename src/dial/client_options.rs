@@ -160,7 +160,7 @@ impl ClientOptions {
     /// without a host or with another scheme, and for an unusable proxy in
     /// the environment.
     pub fn route(&self, uri: &http::Uri) -> Result<Route> {
-        let bad = |why: &str| -> crate::Error {
+        let bad = |why: &str| -> crate::error::Error {
             crate::error::UrlError::Invalid(format!("{uri}: {why}")).into()
         };
         let secure = match uri.scheme_str() {

@@ -134,7 +134,7 @@ impl Route {
     /// `error`, from resolving or connecting to the first hop, with the
     /// hop named in its message ("connecting to proxy proxy:3128 for
     /// example.com:443: Connection refused"). The kind is kept.
-    pub fn connect_error(&self, error: std::io::Error) -> crate::Error {
+    pub fn connect_error(&self, error: std::io::Error) -> crate::error::Error {
         let (host, port) = self.first_hop();
         let hop = authority(host, port);
         let message = match &self.proxy {
@@ -145,17 +145,17 @@ impl Route {
             ),
             None => format!("connecting to {hop}: {error}"),
         };
-        crate::Error::Io(std::io::Error::new(error.kind(), message))
+        crate::error::Error::Io(std::io::Error::new(error.kind(), message))
     }
 
     /// `error`, from resolving the server's name for a `socks5://` proxy,
     /// with the name in its message. The kind is kept.
-    pub fn resolve_error(&self, error: std::io::Error) -> crate::Error {
+    pub fn resolve_error(&self, error: std::io::Error) -> crate::error::Error {
         let message = format!(
             "resolving {} for the SOCKS5 proxy: {error}",
             authority(&self.host, self.port)
         );
-        crate::Error::Io(std::io::Error::new(error.kind(), message))
+        crate::error::Error::Io(std::io::Error::new(error.kind(), message))
     }
 }
 

@@ -850,7 +850,7 @@ pub fn error_response_bytes(error: &Error) -> Vec<u8> {
         }
         other => {
             let status = match other {
-                Error::Capacity(crate::CapacityError::TooManyHeaders) => {
+                Error::Capacity(crate::error::CapacityError::TooManyHeaders) => {
                     StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
                 }
                 _ => StatusCode::BAD_REQUEST,
