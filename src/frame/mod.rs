@@ -12,4 +12,4 @@ pub use header::{FrameHeader, HeaderParse, MAX_HEADER_LEN, encoded_header_len};
 pub(crate) use mask::{FUSED_CHECK_MAX, unmask_and_check_ascii};
 pub use mask::{apply_mask, apply_mask_at};
 pub(crate) use mask_key::mask_key;
-pub use opcode::OpCode;
+pub use opcode::{Control, Data, OpCode};

@@ -197,6 +197,9 @@ impl WebSocketContext {
                 }
                 Message::Close(frame)
             }
+            OpCode::Data(_) | OpCode::Control(_) => {
+                unreachable!("the frame parser refuses reserved opcodes")
+            }
         };
         Ok(Some(msg))
     }

@@ -7,7 +7,7 @@ use std::str::Utf8Error;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::coding::{Control, Data, OpCode};
+use super::coding::{Control, OpCode};
 use crate::error::Result;
 use crate::frame::{HeaderParse, MAX_HEADER_LEN, apply_mask, encoded_header_len};
 use crate::message::CloseFrame;
@@ -67,7 +67,7 @@ impl FrameHeader {
                     rsv1: header.rsv1,
                     rsv2: header.rsv2,
                     rsv3: header.rsv3,
-                    opcode: header.opcode.into(),
+                    opcode: header.opcode,
                     mask: header.mask,
                 };
                 Ok(Some((parsed, header.payload_len)))
@@ -300,16 +300,10 @@ impl fmt::Display for Frame {
     }
 }
 
-impl From<Data> for OpCode {
-    fn from(data: Data) -> OpCode {
-        OpCode::Data(data)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::CloseCode;
+    use crate::frame::{CloseCode, Data};
 
     #[test]
     fn headers_round_trip_through_format_and_parse() {
