@@ -1,4 +1,4 @@
-//! `FrameHeader::parse` on arbitrary bytes.
+//! `FrameHeader::decode` on arbitrary bytes.
 //!
 //! Invariants: the result depends only on the bytes the header occupies
 //! (every shorter prefix is `Partial`, the header alone parses the same);
@@ -23,7 +23,7 @@ fn needed(data: &[u8]) -> usize {
 }
 
 fuzz_target!(|data: &[u8]| {
-    match FrameHeader::parse(data) {
+    match FrameHeader::decode(data) {
         Ok(HeaderParse::Partial) => {
             assert!(data.len() < 2 || data.len() < needed(data));
             if let Some(&first) = data.first() {
@@ -35,11 +35,11 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(n, needed(data));
             assert!(n <= data.len() && n <= MAX_HEADER_LEN);
             assert_eq!(
-                FrameHeader::parse(&data[..n]),
+                FrameHeader::decode(&data[..n]),
                 Ok(HeaderParse::Complete(header, n))
             );
             for k in 0..n {
-                assert_eq!(FrameHeader::parse(&data[..k]), Ok(HeaderParse::Partial));
+                assert_eq!(FrameHeader::decode(&data[..k]), Ok(HeaderParse::Partial));
             }
             assert!(header.payload_len >> 63 == 0);
             assert_eq!(header.opcode.as_u8(), data[0] & 0x0F);
@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
             let m = header.encode(&mut encoded);
             assert_eq!(m, header.encoded_len());
             assert_eq!(
-                FrameHeader::parse(&encoded[..m]),
+                FrameHeader::decode(&encoded[..m]),
                 Ok(HeaderParse::Complete(header, m))
             );
             let shortest = match data[1] & 0x7F {

@@ -1,4 +1,7 @@
-//! The frame layer: pure functions over bytes, no state and no I/O.
+//! The frame layer: pure functions over bytes, no state and no I/O, and
+//! the types they work on: [`FrameHeader`], [`OpCode`] (with [`Data`] and
+//! [`Control`]), [`CloseCode`] and the raw [`Frame`]. These are the only
+//! ones; tungstenite's `protocol::frame` paths re-export them.
 
 mod close_code;
 mod header;
@@ -6,6 +9,7 @@ mod mask;
 mod mask_key;
 mod mask_simd;
 mod opcode;
+mod raw_frame;
 
 pub use close_code::CloseCode;
 pub use header::{FrameHeader, HeaderParse, MAX_HEADER_LEN, encoded_header_len};
@@ -13,3 +17,4 @@ pub(crate) use mask::{FUSED_CHECK_MAX, unmask_and_check_ascii};
 pub use mask::{apply_mask, apply_mask_at};
 pub(crate) use mask_key::mask_key;
 pub use opcode::{Control, Data, OpCode};
+pub use raw_frame::Frame;

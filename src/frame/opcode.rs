@@ -145,6 +145,7 @@ impl fmt::Display for OpCode {
 }
 
 impl From<OpCode> for u8 {
+    #[inline]
     fn from(code: OpCode) -> u8 {
         code.as_u8()
     }
@@ -153,6 +154,7 @@ impl From<OpCode> for u8 {
 /// The low four bits of `byte`, reserved values kept (tungstenite panics
 /// on a byte over 15; the high bits are ignored here).
 impl From<u8> for OpCode {
+    #[inline]
     fn from(byte: u8) -> OpCode {
         match byte & 0x0F {
             bits @ 0x0..=0x7 => OpCode::from_u8(bits).unwrap_or(OpCode::Data(Data::Reserved(bits))),
