@@ -6,7 +6,12 @@
 //! errors only for a reserved opcode or a 64-bit length with its top bit
 //! set; `encode` gives bytes that parse back to the same header, and the
 //! same bytes as the input when the input used the shortest length form.
+//! tungstenite's `FrameHeader::parse` (the skin's, over a `Cursor`) agrees
+//! with `decode` and moves the cursor by exactly the header, and
+//! `FrameHeader::format` writes what `encode` writes.
 #![no_main]
+
+use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
 use lockgate::ProtocolError;
@@ -22,8 +27,31 @@ fn needed(data: &[u8]) -> usize {
     2 + extended + if data[1] & 0x80 != 0 { 4 } else { 0 }
 }
 
+/// The skin's `parse` against the core's `decode`: the same header and
+/// length, the cursor past the header, or unmoved on a partial header.
+fn check_skin_parse(data: &[u8], decoded: &Result<HeaderParse, ProtocolError>) {
+    let mut cursor = Cursor::new(data);
+    let parsed = FrameHeader::parse(&mut cursor);
+    match (decoded, parsed) {
+        (Ok(HeaderParse::Complete(header, n)), Ok(Some((parsed, len)))) => {
+            assert_eq!((&parsed, len), (header, header.payload_len));
+            assert_eq!(cursor.position(), *n as u64);
+            let mut formatted = Vec::new();
+            parsed.format(len, &mut formatted).expect("a Vec takes it");
+            let mut encoded = [0; MAX_HEADER_LEN];
+            let m = header.encode(&mut encoded);
+            assert_eq!(formatted, &encoded[..m]);
+        }
+        (Ok(HeaderParse::Partial), Ok(None)) => assert_eq!(cursor.position(), 0),
+        (Err(_), Err(lockgate::Error::Protocol(_))) => {}
+        (decoded, parsed) => panic!("decode {decoded:?} but parse {parsed:?}"),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
-    match FrameHeader::decode(data) {
+    let decoded = FrameHeader::decode(data);
+    check_skin_parse(data, &decoded);
+    match decoded {
         Ok(HeaderParse::Partial) => {
             assert!(data.len() < 2 || data.len() < needed(data));
             if let Some(&first) = data.first() {
