@@ -1,7 +1,7 @@
 //! The frame layer: pure functions over bytes, no state and no I/O, and
 //! the types they work on: [`FrameHeader`], [`OpCode`] (with [`Data`] and
 //! [`Control`]), [`CloseCode`] and the raw [`Frame`]. These are the only
-//! ones; tungstenite's `protocol::frame` paths re-export them.
+//! ones; the tungstenite-compatible paths re-export them.
 
 mod close_code;
 mod header;
