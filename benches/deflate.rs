@@ -232,7 +232,7 @@ fn stored_one_byte_blocks(payload: &[u8], frame_per_block: bool) -> Vec<u8> {
             OpCode::Continuation
         };
         let mut header = FrameHeader::new(opcode, block.len() as u64);
-        header.fin = i + 1 == blocks.len();
+        header.is_final = i + 1 == blocks.len();
         header.rsv1 = i == 0;
         header.mask = Some([0x11, 0x22, 0x33, 0x44]);
         let mut head = [0; MAX_HEADER_LEN];

@@ -235,7 +235,7 @@ fn fragments(payload: &[u8], piece: usize) -> Vec<u8> {
             OpCode::Continuation
         };
         let mut header = FrameHeader::new(opcode, part.len() as u64);
-        header.fin = i + 1 == pieces.len();
+        header.is_final = i + 1 == pieces.len();
         header.mask = Some(mask_key(i));
         let mut head = [0; MAX_HEADER_LEN];
         let n = header.encode(&mut head);

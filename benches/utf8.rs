@@ -59,7 +59,7 @@ fn wire(opcode: OpCode, payload: &[u8], fragments: usize) -> Vec<u8> {
     for (i, piece) in pieces.iter().enumerate() {
         let op = if i == 0 { opcode } else { OpCode::Continuation };
         let mut header = FrameHeader::new(op, piece.len() as u64);
-        header.fin = i + 1 == pieces.len();
+        header.is_final = i + 1 == pieces.len();
         let mut head = [0; MAX_HEADER_LEN];
         let n = header.encode(&mut head);
         out.extend_from_slice(&head[..n]);

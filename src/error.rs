@@ -12,10 +12,9 @@
 
 use std::{fmt, io, str, string};
 
-use crate::frame::{CloseCode, OpCode};
+use crate::frame::{CloseCode, Data, OpCode};
 use crate::message::Message;
 use crate::prepared::PreparedMessage;
-use crate::protocol::frame::coding::Data;
 
 /// Everything that can go wrong on a WebSocket.
 ///

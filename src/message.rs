@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use crate::error::Error;
 use crate::frame::CloseCode;
-use crate::protocol::frame::Frame;
+use crate::frame::Frame;
 use crate::utf8_bytes::Utf8Bytes;
 
 /// The payload of a close frame.

@@ -215,7 +215,7 @@ fn server_output_is_not_masked() {
     assert_eq!(frames.len(), messages.len());
     for (frame, msg) in frames.iter().zip(&messages) {
         assert_eq!(frame.header.mask, None);
-        assert!(frame.header.fin);
+        assert!(frame.header.is_final);
         assert!(!frame.header.rsv1 && !frame.header.rsv2 && !frame.header.rsv3);
         assert_eq!(frame.payload, msg.clone().into_data());
     }

@@ -177,7 +177,7 @@ fn round_trip(
             sender == Role::Client,
             "frame {i}: only clients mask"
         );
-        assert!(frame.header.fin, "frame {i}: fragmented");
+        assert!(frame.header.is_final, "frame {i}: fragmented");
     }
 
     assert_same_messages(&feed(&mut rx, &wire, feeds), messages);

@@ -404,7 +404,7 @@ impl Harness {
             self.accepted.iter().map(|m| (m.opcode(), m.len)).collect();
         assert_eq!(got, want, "frames on the stream vs messages accepted");
         for (i, (frame, msg)) in frames.iter().zip(&self.accepted).enumerate() {
-            assert!(frame.header.fin, "frame {i} is a fragment");
+            assert!(frame.header.is_final, "frame {i} is a fragment");
             assert!(!frame.header.rsv1, "frame {i} has RSV1");
             assert_eq!(
                 frame.header.mask.is_some(),

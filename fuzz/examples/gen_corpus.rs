@@ -673,7 +673,7 @@ fn frame_header(corpus: &mut Corpus) {
             for mask in [None, Some(MASK)] {
                 let mut header = FrameHeader::new(opcode, len);
                 header.mask = mask;
-                header.fin = len.is_multiple_of(2);
+                header.is_final = len.is_multiple_of(2);
                 header.rsv1 = opcode == OpCode::Text;
                 let mut out = [0; 14];
                 let used = header.encode(&mut out);

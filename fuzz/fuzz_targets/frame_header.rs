@@ -1,4 +1,4 @@
-//! `FrameHeader::parse` on arbitrary bytes.
+//! `FrameHeader::decode` on arbitrary bytes.
 //!
 //! Invariants: the result depends only on the bytes the header occupies
 //! (every shorter prefix is `Partial`, the header alone parses the same);
@@ -6,7 +6,12 @@
 //! errors only for a reserved opcode or a 64-bit length with its top bit
 //! set; `encode` gives bytes that parse back to the same header, and the
 //! same bytes as the input when the input used the shortest length form.
+//! tungstenite's `FrameHeader::parse` (the skin's, over a `Cursor`) agrees
+//! with `decode` and moves the cursor by exactly the header, and
+//! `FrameHeader::format` writes what `encode` writes.
 #![no_main]
+
+use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
 use lockgate::ProtocolError;
@@ -22,8 +27,31 @@ fn needed(data: &[u8]) -> usize {
     2 + extended + if data[1] & 0x80 != 0 { 4 } else { 0 }
 }
 
+/// The skin's `parse` against the core's `decode`: the same header and
+/// length, the cursor past the header, or unmoved on a partial header.
+fn check_skin_parse(data: &[u8], decoded: &Result<HeaderParse, ProtocolError>) {
+    let mut cursor = Cursor::new(data);
+    let parsed = FrameHeader::parse(&mut cursor);
+    match (decoded, parsed) {
+        (Ok(HeaderParse::Complete(header, n)), Ok(Some((parsed, len)))) => {
+            assert_eq!((&parsed, len), (header, header.payload_len));
+            assert_eq!(cursor.position(), *n as u64);
+            let mut formatted = Vec::new();
+            parsed.format(len, &mut formatted).expect("a Vec takes it");
+            let mut encoded = [0; MAX_HEADER_LEN];
+            let m = header.encode(&mut encoded);
+            assert_eq!(formatted, &encoded[..m]);
+        }
+        (Ok(HeaderParse::Partial), Ok(None)) => assert_eq!(cursor.position(), 0),
+        (Err(_), Err(lockgate::Error::Protocol(_))) => {}
+        (decoded, parsed) => panic!("decode {decoded:?} but parse {parsed:?}"),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
-    match FrameHeader::parse(data) {
+    let decoded = FrameHeader::decode(data);
+    check_skin_parse(data, &decoded);
+    match decoded {
         Ok(HeaderParse::Partial) => {
             assert!(data.len() < 2 || data.len() < needed(data));
             if let Some(&first) = data.first() {
@@ -35,11 +63,11 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(n, needed(data));
             assert!(n <= data.len() && n <= MAX_HEADER_LEN);
             assert_eq!(
-                FrameHeader::parse(&data[..n]),
+                FrameHeader::decode(&data[..n]),
                 Ok(HeaderParse::Complete(header, n))
             );
             for k in 0..n {
-                assert_eq!(FrameHeader::parse(&data[..k]), Ok(HeaderParse::Partial));
+                assert_eq!(FrameHeader::decode(&data[..k]), Ok(HeaderParse::Partial));
             }
             assert!(header.payload_len >> 63 == 0);
             assert_eq!(header.opcode.as_u8(), data[0] & 0x0F);
@@ -48,7 +76,7 @@ fuzz_target!(|data: &[u8]| {
             let m = header.encode(&mut encoded);
             assert_eq!(m, header.encoded_len());
             assert_eq!(
-                FrameHeader::parse(&encoded[..m]),
+                FrameHeader::decode(&encoded[..m]),
                 Ok(HeaderParse::Complete(header, m))
             );
             let shortest = match data[1] & 0x7F {

@@ -118,7 +118,7 @@ mod target {
 
         let mut messages = sent.iter();
         for (header, payload) in take_frames(&mut wire) {
-            assert!(header.fin, "whole messages are one frame");
+            assert!(header.is_final, "whole messages are one frame");
             let expected = messages.next().expect("one frame per message");
             let expected: &[u8] = match expected {
                 Message::Text(t) => t.as_bytes(),

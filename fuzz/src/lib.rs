@@ -500,7 +500,7 @@ pub fn encode_frame(
     payload: &[u8],
 ) -> Vec<u8> {
     let mut header = FrameHeader::new(opcode, payload.len() as u64);
-    header.fin = fin;
+    header.is_final = fin;
     header.rsv1 = rsv1;
     header.mask = mask;
     let mut head = [0; MAX_HEADER_LEN];
@@ -521,7 +521,7 @@ pub fn take_frames(buf: &mut Vec<u8>) -> Vec<(FrameHeader, Vec<u8>)> {
     let mut at = 0;
     loop {
         let rest = &buf[at..];
-        let (header, len) = match FrameHeader::parse(rest).expect("lockgate sent a bad header") {
+        let (header, len) = match FrameHeader::decode(rest).expect("lockgate sent a bad header") {
             HeaderParse::Partial => break,
             HeaderParse::Complete(header, len) => (header, len),
         };
@@ -603,7 +603,7 @@ impl OutputChecker {
     pub fn check(&mut self, last_ping: Option<&[u8]>) {
         for (header, payload) in take_frames(&mut self.pending) {
             assert!(self.close_sent.is_none(), "frame after our close frame");
-            assert!(header.fin && !header.rsv1 && !header.rsv2 && !header.rsv3);
+            assert!(header.is_final && !header.rsv1 && !header.rsv2 && !header.rsv3);
             assert_eq!(header.mask.is_some(), self.role == Role::Client, "masking");
             assert!(payload.len() <= 125);
             match header.opcode {

@@ -315,7 +315,7 @@ pub fn pair(config: Config) -> (WebSocket<PipeEnd>, WebSocket<PipeEnd>) {
 /// Encodes one frame; `mask` makes it a client frame.
 pub fn frame(fin: bool, opcode: OpCode, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
     let mut header = FrameHeader::new(opcode, payload.len() as u64);
-    header.fin = fin;
+    header.is_final = fin;
     header.mask = mask;
     let mut head = [0; MAX_HEADER_LEN];
     let n = header.encode(&mut head);
@@ -380,7 +380,7 @@ pub fn parse_complete_frames(mut wire: &[u8]) -> (Vec<WireFrame>, usize) {
     let mut frames = Vec::new();
     let mut used = 0;
     while let HeaderParse::Complete(header, head_len) =
-        FrameHeader::parse(wire).expect("valid header")
+        FrameHeader::decode(wire).expect("valid header")
     {
         let end = head_len + header.payload_len as usize;
         if wire.len() < end {

@@ -30,7 +30,10 @@ pub(super) struct InFrame {
     /// [`FrameCheck::payload`]).
     unmasked: usize,
     mask: Option<[u8; 4]>,
-    opcode: OpCode,
+    /// The opcode's four bits: an [`OpCode`] takes three bytes (it can hold
+    /// reserved values, which the parser refuses), and this struct would
+    /// grow by a word.
+    opcode: u8,
     /// FIN and RSV1-3, as bits 3 to 0.
     flags: u8,
 }
@@ -42,8 +45,8 @@ impl InFrame {
             payload_len: header.payload_len,
             unmasked: 0,
             mask: header.mask,
-            opcode: header.opcode,
-            flags: bit(header.fin, 3)
+            opcode: header.opcode.as_u8(),
+            flags: bit(header.is_final, 3)
                 | bit(header.rsv1, 2)
                 | bit(header.rsv2, 1)
                 | bit(header.rsv3, 0),
@@ -52,11 +55,11 @@ impl InFrame {
 
     fn header(&self) -> FrameHeader {
         FrameHeader {
-            fin: self.flags & 8 != 0,
+            is_final: self.flags & 8 != 0,
             rsv1: self.flags & 4 != 0,
             rsv2: self.flags & 2 != 0,
             rsv3: self.flags & 1 != 0,
-            opcode: self.opcode,
+            opcode: OpCode::from(self.opcode),
             mask: self.mask,
             payload_len: self.payload_len,
         }
@@ -220,7 +223,7 @@ impl InFrames {
         let header = match self.current {
             Some(frame) => frame.header(),
             None => {
-                let (header, header_len) = match FrameHeader::parse(&self.buf)? {
+                let (header, header_len) = match FrameHeader::decode(&self.buf)? {
                     HeaderParse::Partial => return Ok(None),
                     HeaderParse::Complete(header, len) => (header, len),
                 };

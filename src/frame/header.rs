@@ -8,6 +8,14 @@ pub const MAX_HEADER_LEN: usize = 14;
 
 /// The fixed part of a frame, everything before the payload.
 ///
+/// The one frame header: the read path parses into it, the send path
+/// encodes from it, and raw frames ([`Frame`](crate::frame::Frame)) carry
+/// it. Its fields are tungstenite's (`is_final`, `rsv1`-`rsv3`, `opcode`,
+/// `mask`) plus the payload length, which tungstenite kept beside the
+/// header; tungstenite's `parse`, `len` and `format` methods, which read
+/// and write through `std::io`, are added by the compatibility skin, since
+/// the core does no I/O.
+///
 /// ```text
 ///  0                   1                   2                   3
 ///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -20,8 +28,8 @@ pub const MAX_HEADER_LEN: usize = 14;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
-    /// Whether this is the last frame of its message.
-    pub fin: bool,
+    /// Whether this is the last frame of its message (FIN).
+    pub is_final: bool,
     /// Reserved bit 1 (permessage-deflate marks compressed messages with it).
     pub rsv1: bool,
     /// Reserved bit 2.
@@ -37,7 +45,7 @@ pub struct FrameHeader {
     pub payload_len: u64,
 }
 
-/// The outcome of [`FrameHeader::parse`] when the input is not (yet) wrong.
+/// The outcome of [`FrameHeader::decode`] when the input is not (yet) wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
 pub enum HeaderParse {
@@ -47,11 +55,19 @@ pub enum HeaderParse {
     Partial,
 }
 
+/// A final, unmasked close header with an empty payload: tungstenite's
+/// default, a base for `FrameHeader { opcode, ..Default::default() }`.
+impl Default for FrameHeader {
+    fn default() -> Self {
+        Self::new(OpCode::Close, 0)
+    }
+}
+
 impl FrameHeader {
     /// A final, unmasked header with no reserved bits.
     pub fn new(opcode: OpCode, payload_len: u64) -> Self {
         Self {
-            fin: true,
+            is_final: true,
             rsv1: false,
             rsv2: false,
             rsv3: false,
@@ -69,7 +85,7 @@ impl FrameHeader {
     /// A reserved opcode, or a 64-bit length with its most significant bit
     /// set (RFC 6455: "the most significant bit MUST be 0").
     #[inline]
-    pub fn parse(input: &[u8]) -> Result<HeaderParse, ProtocolError> {
+    pub fn decode(input: &[u8]) -> Result<HeaderParse, ProtocolError> {
         let Some(&first) = input.first() else {
             return Ok(HeaderParse::Partial);
         };
@@ -105,7 +121,7 @@ impl FrameHeader {
             [input[at], input[at + 1], input[at + 2], input[at + 3]]
         });
         let header = FrameHeader {
-            fin: first & 0x80 != 0,
+            is_final: first & 0x80 != 0,
             rsv1: first & 0x40 != 0,
             rsv2: first & 0x20 != 0,
             rsv3: first & 0x10 != 0,
@@ -125,7 +141,7 @@ impl FrameHeader {
     /// The first byte on the wire: the flags and the opcode.
     #[inline]
     fn first_byte(&self) -> u8 {
-        u8::from(self.fin) << 7
+        u8::from(self.is_final) << 7
             | u8::from(self.rsv1) << 6
             | u8::from(self.rsv2) << 5
             | u8::from(self.rsv3) << 4
@@ -205,12 +221,12 @@ mod tests {
         let n = header.encode(&mut buf);
         assert_eq!(n, header.encoded_len());
         assert_eq!(
-            FrameHeader::parse(&buf[..n]),
+            FrameHeader::decode(&buf[..n]),
             Ok(HeaderParse::Complete(header, n))
         );
         for cut in 0..n {
             assert_eq!(
-                FrameHeader::parse(&buf[..cut]),
+                FrameHeader::decode(&buf[..cut]),
                 Ok(HeaderParse::Partial),
                 "cut at {cut}"
             );
@@ -233,7 +249,7 @@ mod tests {
                 ] {
                     let mut h = FrameHeader::new(opcode, len);
                     h.mask = mask;
-                    h.fin = len % 2 == 0;
+                    h.is_final = len % 2 == 0;
                     h.rsv1 = len == 1;
                     round_trip(h);
                 }
@@ -253,12 +269,12 @@ mod tests {
     fn rejects_length_with_most_significant_bit() {
         let mut buf = [0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 0];
         assert_eq!(
-            FrameHeader::parse(&buf),
+            FrameHeader::decode(&buf),
             Err(ProtocolError::InvalidPayloadLength)
         );
         buf[2] = 0x7F;
         assert!(matches!(
-            FrameHeader::parse(&buf),
+            FrameHeader::decode(&buf),
             Ok(HeaderParse::Complete(..))
         ));
     }
@@ -267,7 +283,7 @@ mod tests {
     fn rejects_reserved_opcodes_from_the_first_byte() {
         for op in [3u8, 7, 11, 15] {
             assert_eq!(
-                FrameHeader::parse(&[0x80 | op]),
+                FrameHeader::decode(&[0x80 | op]),
                 Err(ProtocolError::reserved_opcode(op))
             );
         }
@@ -276,13 +292,13 @@ mod tests {
     #[test]
     fn parses_rfc_examples() {
         // Unmasked "Hello" and a masked one (RFC 6455 section 5.7).
-        let h = FrameHeader::parse(&[0x81, 0x05, b'H']).unwrap();
+        let h = FrameHeader::decode(&[0x81, 0x05, b'H']).unwrap();
         assert_eq!(
             h,
             HeaderParse::Complete(FrameHeader::new(OpCode::Text, 5), 2)
         );
         let masked = [0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f];
-        let HeaderParse::Complete(h, 6) = FrameHeader::parse(&masked).unwrap() else {
+        let HeaderParse::Complete(h, 6) = FrameHeader::decode(&masked).unwrap() else {
             panic!("masked header");
         };
         assert_eq!(h.mask, Some([0x37, 0xfa, 0x21, 0x3d]));

@@ -183,9 +183,9 @@ impl WebSocketContext {
     }
 
     /// A context for a connection whose opening handshake is done, without
-    /// permessage-deflate. `config` is a [`Config`], or tungstenite's
-    /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) or
-    /// `Option<WebSocketConfig>` (`None`: the defaults).
+    /// permessage-deflate. `config` is a [`Config`] or anything that
+    /// converts into one (tungstenite's `WebSocketConfig` and
+    /// `Option<WebSocketConfig>` do, `None` being the defaults).
     pub fn new(role: Role, config: impl Into<Config>) -> Self {
         Self::with_deflate(role, config.into(), None)
     }

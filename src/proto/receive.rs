@@ -109,9 +109,13 @@ impl WebSocketContext {
             } else if let (true, Some(fragments)) = (data, self.fragments.as_mut()) {
                 // Copied straight from the receive buffer into the message:
                 // no allocation per fragment.
-                fragments.push(frame.payload(), header.fin, self.config.message_limit());
+                fragments.push(
+                    frame.payload(),
+                    header.is_final,
+                    self.config.message_limit(),
+                );
                 frame.skip();
-                self.finish_fragment(header.fin)?
+                self.finish_fragment(header.is_final)?
             } else {
                 let payload = frame.take();
                 self.on_frame(header, payload)?
@@ -134,13 +138,13 @@ impl WebSocketContext {
         let max = self.config.message_limit();
         let text = self.text.is_some();
         let compression = self.compression_mut().expect("negotiated");
-        compression.inflate(&payload, header.fin, &mut inflated, max, text)?;
+        compression.inflate(&payload, header.is_final, &mut inflated, max, text)?;
         if let Some(validator) = self.text.as_mut() {
             validator
                 .feed(&inflated[before..])
                 .map_err(|_| ProtocolError::InvalidUtf8)?;
         }
-        if !header.fin {
+        if !header.is_final {
             self.inflating = Some(inflated);
             return Ok(None);
         }
@@ -167,7 +171,7 @@ impl WebSocketContext {
     fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Option<Message>> {
         let msg = match header.opcode {
             OpCode::Text | OpCode::Binary => {
-                debug_assert!(header.fin, "a first fragment opens `fragments`");
+                debug_assert!(header.is_final, "a first fragment opens `fragments`");
                 self.complete(header.opcode, payload)?
             }
             OpCode::Continuation => {
@@ -196,6 +200,9 @@ impl WebSocketContext {
                     _ => self.set_state(State::CloseAcknowledged, Cause::CloseReceived(code)),
                 }
                 Message::Close(frame)
+            }
+            OpCode::Data(_) | OpCode::Control(_) => {
+                unreachable!("the frame parser refuses reserved opcodes")
             }
         };
         Ok(Some(msg))
@@ -259,7 +266,7 @@ impl FrameCheck for HeaderAndText<'_> {
         if header.opcode.is_control() {
             // 5.5: "All control frames MUST have a payload length of 125
             // bytes or less and MUST NOT be fragmented."
-            if !header.fin {
+            if !header.is_final {
                 return Err(ProtocolError::FragmentedControlFrame.into());
             }
             if header.payload_len > MAX_CONTROL_PAYLOAD as u64 {
@@ -324,7 +331,7 @@ impl FrameCheck for HeaderAndText<'_> {
             OpCode::Binary => *self.text = None,
             _ => {}
         }
-        if starts_message && !header.fin {
+        if starts_message && !header.is_final {
             *self.fragments = Some(Box::new(Fragments::new(header.opcode)));
         }
         // A message can only start once the previous one is complete, so

@@ -4,6 +4,7 @@ use bytes::{Bytes, BytesMut};
 
 use crate::config::Role;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
+use crate::frame::{Control, Frame};
 use crate::frame::{FrameHeader, MAX_HEADER_LEN, OpCode, apply_mask, encoded_header_len, mask_key};
 use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
@@ -12,8 +13,6 @@ use crate::proto::compression;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
 use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
-use crate::protocol::frame::Frame;
-use crate::protocol::frame::coding::{Control, OpCode as RawOpCode};
 use crate::utf8_bytes::Utf8Bytes;
 
 impl WebSocketContext {
@@ -183,11 +182,11 @@ impl WebSocketContext {
     fn write_raw(&mut self, frame: Frame) -> Result<()> {
         let (mut header, payload) = frame.into_parts();
         let control = match header.opcode {
-            RawOpCode::Control(Control::Close) => {
+            OpCode::Control(Control::Close) => {
                 return self.close(parse_close(payload)?);
             }
-            RawOpCode::Control(_) => true,
-            RawOpCode::Data(_) => false,
+            OpCode::Control(_) => true,
+            OpCode::Data(_) => false,
         };
         self.check_sendable(
             if control {
@@ -206,8 +205,9 @@ impl WebSocketContext {
             return Err(Error::WriteBufferFull(Box::new(Message::Frame(frame))));
         }
         header.mask = (self.role == Role::Client).then(mask_key);
+        header.payload_len = payload.len() as u64;
         let mut head = [0u8; MAX_HEADER_LEN];
-        let head_len = header.encode(payload.len() as u64, &mut head);
+        let head_len = header.encode(&mut head);
         let mut encoded = BytesMut::with_capacity(head_len + payload.len());
         encoded.extend_from_slice(&head[..head_len]);
         encoded.extend_from_slice(&payload);

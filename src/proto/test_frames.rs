@@ -37,7 +37,7 @@ pub(super) fn parse_frames(wire: &[u8]) -> Vec<(OpCode, Vec<u8>)> {
     let mut frames = Vec::new();
     let mut rest = wire;
     while !rest.is_empty() {
-        let Ok(HeaderParse::Complete(header, head_len)) = FrameHeader::parse(rest) else {
+        let Ok(HeaderParse::Complete(header, head_len)) = FrameHeader::decode(rest) else {
             panic!("a frame cut short: {rest:?}");
         };
         let end = head_len + header.payload_len as usize;
