@@ -95,10 +95,10 @@ impl Message {
     /// assert_eq!(text, Message::text("café"));
     /// assert!(Message::try_text(vec![0xff]).is_err());
     /// ```
-    pub fn try_text(data: impl Into<Bytes>) -> crate::Result<Self> {
+    pub fn try_text(data: impl Into<Bytes>) -> crate::error::Result<Self> {
         Utf8Bytes::try_from(data.into())
             .map(Message::Text)
-            .map_err(crate::Error::from)
+            .map_err(crate::error::Error::from)
     }
 
     /// A binary message.
