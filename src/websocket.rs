@@ -200,8 +200,8 @@ impl<S> WebSocket<S> {
         self.context.subprotocol()
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &Config {
+    /// The configuration (a copy).
+    pub fn config(&self) -> Config {
         self.context.config()
     }
 
@@ -214,9 +214,9 @@ impl<S> WebSocket<S> {
     /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) has, in place
     /// (the others, such as deadlines, stay as they are).
     pub fn set_config(&mut self, set_func: impl FnOnce(&mut crate::protocol::WebSocketConfig)) {
-        let mut settings = crate::protocol::WebSocketConfig::from(self.context.config());
+        let mut settings = crate::protocol::WebSocketConfig::from(&self.context.config());
         set_func(&mut settings);
-        let config = settings.apply_to(*self.context.config());
+        let config = settings.apply_to(self.context.config());
         self.context.set_config(config);
     }
 
@@ -225,7 +225,7 @@ impl<S> WebSocket<S> {
     /// change them with [`set_config`](Self::set_config); the whole
     /// configuration is [`config`](Self::config)).
     pub fn get_config(&self) -> crate::protocol::WebSocketConfig {
-        crate::protocol::WebSocketConfig::from(self.context.config())
+        crate::protocol::WebSocketConfig::from(&self.context.config())
     }
 
     /// Whether more messages can be read.

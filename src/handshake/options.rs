@@ -119,9 +119,10 @@ impl<C: Callback> ServerOptions<C> {
     /// permessage-deflate when the config has a deflate setting, and checks
     /// the origin policy and the handshake limits.
     pub fn handshake(self, now: Instant) -> HandshakeDriver<ServerUpgrade<C>> {
-        let handshake = ServerUpgrade::with_deflate(self.callback, self.config.deflate)
-            .origin_policy(self.origin)
-            .handshake_limits(self.limits);
+        let handshake =
+            ServerUpgrade::with_deflate(self.callback, self.config.get_deflate().copied())
+                .origin_policy(self.origin)
+                .handshake_limits(self.limits);
         HandshakeDriver::server(handshake, self.config, now)
     }
 }
@@ -322,7 +323,7 @@ impl ClientOptions {
         request: impl IntoClientRequest,
         now: Instant,
     ) -> Result<HandshakeDriver<ClientUpgrade>> {
-        let handshake = ClientUpgrade::with_deflate(request, self.config.deflate)?
+        let handshake = ClientUpgrade::with_deflate(request, self.config.get_deflate().copied())?
             .handshake_limits(self.limits);
         Ok(HandshakeDriver::client(handshake, self.config, now))
     }

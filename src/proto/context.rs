@@ -6,7 +6,7 @@ use bytes::buf::Limit;
 use bytes::{Bytes, BytesMut};
 
 use crate::codec::FrameCodec;
-use crate::config::{Config, Role};
+use crate::config::{Config, Role, Settings};
 use crate::deflate::DeflateParams;
 use crate::error::Result;
 use crate::error::{Error, ProtocolError};
@@ -88,7 +88,9 @@ pub(super) const MAX_CONTROL_PAYLOAD: usize = 125;
 #[derive(Debug)]
 pub struct WebSocketContext {
     pub(super) role: Role,
-    pub(super) config: Config,
+    /// The configuration, but for its rate limit (which the limiter
+    /// keeps, in `negotiated`).
+    pub(super) settings: Settings,
     pub(super) codec: FrameCodec,
     pub(super) state: State,
     /// Boxed: fragmented messages are rare, and idle connections many.
@@ -200,8 +202,11 @@ impl WebSocketContext {
     pub fn with_deflate(role: Role, config: Config, deflate: Option<DeflateParams>) -> Self {
         let compression = compression::negotiated(role, deflate.as_ref(), config.get_deflate());
         let deflate = deflate.filter(|_| compression.is_some());
-        let negotiated = RateLimiter::attach(Negotiated::compressing(compression), &config);
-        let mut context = Self::idle(role, config, deflate, negotiated);
+        let negotiated = RateLimiter::attach(
+            Negotiated::compressing(compression),
+            config.get_rate_limit(),
+        );
+        let mut context = Self::idle(role, config.settings(), deflate, negotiated);
         context.observe_opening();
         context
     }
@@ -224,13 +229,13 @@ impl WebSocketContext {
     /// Every context starts here.
     pub(super) fn idle(
         role: Role,
-        config: Config,
+        settings: Settings,
         deflate: Option<DeflateParams>,
         negotiated: Option<Box<Negotiated>>,
     ) -> Self {
         Self {
             role,
-            config,
+            settings,
             codec: FrameCodec::default(),
             state: State::Active,
             fragments: None,
@@ -309,16 +314,17 @@ impl WebSocketContext {
         self.role
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
+    /// The configuration, rebuilt from what the connection keeps of it
+    /// (its settings, and the rate limit its limiter holds).
+    pub fn config(&self) -> Config {
+        Config::from_parts(self.settings, self.rate_limit())
     }
 
     /// Replaces the configuration; limits apply from the next frame (a
     /// changed rate limit starts with full buckets).
     pub fn set_config(&mut self, config: Config) {
-        self.config = config;
-        self.apply_rate_limit();
+        self.settings = config.settings();
+        self.apply_rate_limit(config.get_rate_limit());
     }
 
     // ----- inputs -----
@@ -326,7 +332,7 @@ impl WebSocketContext {
     /// Zeroed space to read socket bytes into. Always follow it with
     /// [`commit_input`](Self::commit_input), with 0 if the read failed.
     pub fn input_spare(&mut self) -> &mut [u8] {
-        self.codec.input.spare(self.config.get_read_buffer_size())
+        self.codec.input.spare(self.settings.get_read_buffer_size())
     }
 
     /// Keeps `n` bytes read into [`input_spare`](Self::input_spare).
@@ -348,7 +354,7 @@ impl WebSocketContext {
     pub fn input_buffer(&mut self) -> Limit<&mut BytesMut> {
         self.codec
             .input
-            .for_read(self.config.get_read_buffer_size())
+            .for_read(self.settings.get_read_buffer_size())
     }
 
     /// `n` bytes were appended to [`input_buffer`](Self::input_buffer).

@@ -275,7 +275,7 @@ impl WebSocketContext {
 
     fn should_write_out(&self) -> bool {
         !self.codec.output.is_empty()
-            && self.codec.output.len() >= self.config.get_write_buffer_size()
+            && self.codec.output.len() >= self.settings.get_write_buffer_size()
     }
 
     /// The connection failed (a deadline passed): `read` reports `error`

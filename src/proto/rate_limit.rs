@@ -59,22 +59,19 @@
 //!
 //! # Cost
 //!
-//! A connection without a limit holds nothing for it: [`Config`] keeps the
-//! limit as a two-byte index ([`RateLimitId`], in what was padding) into
-//! the process's table of distinct limits, and the context keeps its
-//! buckets behind the pointer it already has for rare state
-//! (`negotiated`), so reading a message costs one test of that pointer.
+//! A connection without a limit holds nothing for it: [`Config`] holds the
+//! limit by value, but the context keeps only the rest of the
+//! configuration, and the limit with its buckets lives behind the pointer
+//! it already has for rare state (`negotiated`), so reading a message
+//! costs one test of that pointer. There is no process-wide state: each
+//! connection's limit is its own, freed with it.
 //! With a limit: one allocation per connection, O(1) integer arithmetic
 //! per message, none on the heap.
 //!
 //! [`Config`]: crate::Config
 
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::{LazyLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
 use crate::error::{CapacityError, Error, Result};
 use crate::message::Message;
 use crate::proto::context::{Negotiated, WebSocketContext};
@@ -294,75 +291,6 @@ impl RateLimit {
     }
 }
 
-// ----- how `Config` stores a limit -----
-
-/// A [`RateLimit`] as [`Config`](crate::Config) stores it: an index into
-/// the process's table of the distinct limits in use, 0 for none. Two
-/// bytes, which fit in what was padding in `Config`, where a `RateLimit`
-/// (40 bytes) would grow every connection's copy of it. The table only
-/// grows by distinct values (equal limits share an entry, so equal
-/// configurations stay equal), up to 65,535 of them.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct RateLimitId(u16);
-
-#[derive(Default)]
-struct Table {
-    limits: Vec<RateLimit>,
-    ids: HashMap<RateLimit, u16>,
-}
-
-static TABLE: LazyLock<RwLock<Table>> = LazyLock::new(RwLock::default);
-
-impl RateLimitId {
-    /// No limit.
-    pub(crate) const NONE: Self = Self(0);
-
-    /// The id of `limit`, entered in the table if it is new.
-    ///
-    /// # Panics
-    ///
-    /// If the process already uses 65,535 other distinct limits.
-    pub(crate) fn of(limit: Option<RateLimit>) -> Self {
-        let Some(limit) = limit else {
-            return Self::NONE;
-        };
-        if let Some(&id) = TABLE
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .ids
-            .get(&limit)
-        {
-            return Self(id);
-        }
-        let mut table = TABLE.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&id) = table.ids.get(&limit) {
-            return Self(id);
-        }
-        let id = u16::try_from(table.limits.len() + 1)
-            .expect("at most 65,535 distinct rate limits in one process");
-        table.limits.push(limit);
-        table.ids.insert(limit, id);
-        Self(id)
-    }
-
-    /// The limit, if any. Looked up in the table (a shared lock): done
-    /// when a connection is set up, never per message.
-    #[inline]
-    pub(crate) fn get(self) -> Option<RateLimit> {
-        if self == Self::NONE {
-            return None;
-        }
-        let table = TABLE.read().unwrap_or_else(PoisonError::into_inner);
-        Some(table.limits[usize::from(self.0) - 1])
-    }
-}
-
-impl fmt::Debug for RateLimitId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.get().fmt(f)
-    }
-}
-
 // ----- the buckets -----
 
 const NANOS_PER_SECOND: u128 = 1_000_000_000;
@@ -459,13 +387,13 @@ pub(super) struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// A new connection's rare state, with a limiter if `config` sets a
-    /// limit (looked up once, here).
+    /// A new connection's rare state, with a limiter if there is a
+    /// `limit`.
     pub(super) fn attach(
         negotiated: Option<Box<Negotiated>>,
-        config: &Config,
+        limit: Option<RateLimit>,
     ) -> Option<Box<Negotiated>> {
-        let Some(limit) = config.get_rate_limit() else {
+        let Some(limit) = limit else {
             return negotiated;
         };
         let mut negotiated = negotiated.unwrap_or_default();
@@ -590,19 +518,23 @@ impl WebSocketContext {
         self.negotiated.as_deref_mut()?.rate.as_deref_mut()
     }
 
-    /// Sets up, changes or removes the limiter to match the configuration
-    /// (at creation and on `set_config`). A changed limit starts with full
-    /// buckets; a message held back is kept (and handed over next, if the
-    /// limit is gone).
-    pub(super) fn apply_rate_limit(&mut self) {
-        let limit = self.config.get_rate_limit();
-        if limit == self.rate_limiter().map(|limiter| limiter.limit) {
+    /// The rate limit in force, which its limiter keeps (the context keeps
+    /// no copy: a connection without one holds nothing for it).
+    pub(super) fn rate_limit(&self) -> Option<RateLimit> {
+        self.rate_limiter().map(|limiter| limiter.limit)
+    }
+
+    /// Sets up, changes or removes the limiter to match `limit` (on
+    /// `set_config`). A changed limit starts with full buckets; a message
+    /// held back is kept (and handed over next, if the limit is gone).
+    pub(super) fn apply_rate_limit(&mut self, limit: Option<RateLimit>) {
+        if limit == self.rate_limit() {
             return;
         }
         match (limit, self.rate_limiter_mut()) {
             (Some(limit), Some(limiter)) => limiter.fill(limit),
             (Some(_), None) => {
-                self.negotiated = RateLimiter::attach(self.negotiated.take(), &self.config);
+                self.negotiated = RateLimiter::attach(self.negotiated.take(), limit);
             }
             (None, _) => {
                 let limiter = self.negotiated.as_mut().and_then(|n| n.rate.take());
@@ -747,7 +679,7 @@ mod tests {
     use crate::proto::test_frames::{client_frame, parse_frames};
 
     use super::*;
-    use crate::config::Role;
+    use crate::config::{Config, Role};
     use crate::error::TimeoutKind;
     use crate::frame::{CloseCode, OpCode};
     use crate::proto::drive::{Next, Operation};
@@ -1138,7 +1070,8 @@ mod tests {
     #[test]
     fn without_a_limit_nothing_changes() {
         assert_eq!(Config::default().get_rate_limit(), None);
-        assert_eq!(std::mem::size_of::<Config>(), 64, "no bigger for the limit");
+        // The configuration holds the limit by value; the context keeps
+        // none of it (its idle size is pinned in `context.rs`).
         let t0 = Instant::now();
         let mut ctx = WebSocketContext::new(Role::Server, Config::default());
         assert!(ctx.negotiated.is_none(), "no state for a limit");
@@ -1182,6 +1115,22 @@ mod tests {
         );
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Receive);
         assert_eq!(ctx.waiting(t0), None);
+    }
+
+    #[test]
+    fn any_number_of_distinct_limits_is_fine() {
+        // Limits once went through a process-wide table of at most 65,535
+        // entries: a server setting per-user limits could panic. Each
+        // configuration and connection now holds its own.
+        for n in 1..=70_000u32 {
+            let limit = RateLimit::messages_per_second(n);
+            let config = Config::default().rate_limit(limit);
+            assert_eq!(config.get_rate_limit(), Some(limit));
+            if n % 10_000 == 0 {
+                let ctx = WebSocketContext::new(Role::Server, config);
+                assert_eq!(ctx.config(), config, "read back whole");
+            }
+        }
     }
 
     #[test]

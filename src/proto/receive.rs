@@ -3,7 +3,7 @@
 use bytes::{Bytes, BytesMut};
 
 use crate::codec::FrameCheck;
-use crate::config::{Config, Role};
+use crate::config::{Role, Settings};
 use crate::error::{CapacityError, Error, ProtocolError, Result};
 use crate::frame::{FrameHeader, OpCode};
 use crate::message::Message;
@@ -90,7 +90,7 @@ impl WebSocketContext {
         loop {
             let mut check = HeaderAndText {
                 role: self.role,
-                config: &self.config,
+                settings: &self.settings,
                 negotiated,
                 fragments: &mut self.fragments,
                 text: &mut self.text,
@@ -109,7 +109,7 @@ impl WebSocketContext {
             } else if let (true, Some(fragments)) = (data, self.fragments.as_mut()) {
                 // Copied straight from the receive buffer into the message:
                 // no allocation per fragment.
-                fragments.push(frame.payload(), header.fin, self.config.message_limit());
+                fragments.push(frame.payload(), header.fin, self.settings.message_limit());
                 frame.skip();
                 self.finish_fragment(header.fin)?
             } else {
@@ -131,7 +131,7 @@ impl WebSocketContext {
     ) -> Result<Option<Message>> {
         let mut inflated = self.inflating.take().expect("a compressed message is open");
         let before = inflated.len();
-        let max = self.config.message_limit();
+        let max = self.settings.message_limit();
         let text = self.text.is_some();
         let compression = self.compression_mut().expect("negotiated");
         compression.inflate(&payload, header.fin, &mut inflated, max, text)?;
@@ -222,7 +222,7 @@ impl WebSocketContext {
 /// but the codec (which is decoding meanwhile).
 struct HeaderAndText<'a> {
     role: Role,
-    config: &'a Config,
+    settings: &'a Settings,
     /// permessage-deflate was negotiated.
     negotiated: bool,
     fragments: &'a mut Option<Box<Fragments>>,
@@ -250,7 +250,7 @@ impl FrameCheck for HeaderAndText<'_> {
         // that is not masked" / "a client MUST close a connection if it
         // detects a masked frame."
         match (self.role, header.mask) {
-            (Role::Server, None) if !self.config.accept_unmasked_frames => {
+            (Role::Server, None) if !self.settings.get_accept_unmasked_frames() => {
                 return Err(ProtocolError::UnmaskedFrameFromClient.into());
             }
             (Role::Client, Some(_)) => return Err(ProtocolError::MaskedFrameFromServer.into()),
@@ -274,7 +274,7 @@ impl FrameCheck for HeaderAndText<'_> {
             (OpCode::Continuation, Some(f)) => {
                 // Bytes are bounded by max_message_size; frames cost work
                 // too, and empty ones would let a message go on forever.
-                if let Some(max) = self.config.get_max_fragments() {
+                if let Some(max) = self.settings.get_max_fragments() {
                     if f.frames() >= max {
                         return Err(CapacityError::TooManyFragments { max }.into());
                     }
@@ -293,7 +293,7 @@ impl FrameCheck for HeaderAndText<'_> {
             }
             .into());
         }
-        if let Some(max) = self.config.get_max_frame_size() {
+        if let Some(max) = self.settings.get_max_frame_size() {
             if header.payload_len > max as u64 {
                 return Err(CapacityError::FrameTooLarge {
                     size: header.payload_len,
@@ -309,7 +309,7 @@ impl FrameCheck for HeaderAndText<'_> {
         };
         // A compressed message is limited by what it inflates to, checked
         // while inflating; its compressed frames by max_frame_size above.
-        if let (Some(max), false) = (self.config.get_max_message_size(), compressed) {
+        if let (Some(max), false) = (self.settings.get_max_message_size(), compressed) {
             let size = so_far.saturating_add(header.payload_len);
             if size > max as u64 {
                 return Err(CapacityError::MessageTooLong {

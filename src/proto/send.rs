@@ -66,7 +66,7 @@ impl WebSocketContext {
         if self.state == State::Active && !opcode.is_control() && uncompressed {
             let len = payload.len();
             let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
-            if self.codec.output.len() + encoded <= self.config.get_max_write_buffer_size() {
+            if self.codec.output.len() + encoded <= self.settings.get_max_write_buffer_size() {
                 self.push_frame(opcode, payload);
                 self.count_sent(len);
                 return Ok(());
@@ -249,7 +249,7 @@ impl WebSocketContext {
     #[inline]
     fn has_room_for(&self, body: usize) -> Result<bool> {
         let encoded = encoded_header_len(body as u64, self.role == Role::Client) + body;
-        let max = self.config.get_max_write_buffer_size();
+        let max = self.settings.get_max_write_buffer_size();
         if encoded > max {
             return Err(CapacityError::MessageTooLong {
                 size: encoded,

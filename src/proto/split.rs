@@ -22,6 +22,7 @@ use bytes::Buf;
 use crate::frame::CloseCode;
 use crate::proto::context::{Negotiated, WebSocketContext};
 use crate::proto::lifecycle::Cause;
+use crate::proto::rate_limit::RateLimiter;
 use crate::proto::state::State;
 
 impl WebSocketContext {
@@ -35,13 +36,16 @@ impl WebSocketContext {
         let mut compression = crate::proto::compression::negotiated(
             self.role,
             self.deflate.as_ref(),
-            self.config.get_deflate(),
+            self.settings.get_deflate(),
         );
         if let (Some(ours), Some(theirs)) = (self.compression_mut(), compression.as_mut()) {
             ours.swap_deflater(theirs);
         }
-        let negotiated = Negotiated::compressing(compression);
-        let mut sender = WebSocketContext::idle(self.role, self.config, self.deflate, negotiated);
+        // The sending side keeps a copy of the limit, idle, so that its
+        // configuration reads back whole (as it did before the split).
+        let negotiated =
+            RateLimiter::attach(Negotiated::compressing(compression), self.rate_limit());
+        let mut sender = WebSocketContext::idle(self.role, self.settings, self.deflate, negotiated);
         sender.state = self.state;
         sender.flush_owed = std::mem::take(&mut self.flush_owed);
         sender.flush_requested = std::mem::take(&mut self.flush_requested);

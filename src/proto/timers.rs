@@ -127,7 +127,7 @@ impl WebSocketContext {
                     // What is left of the closing handshake's deadline, if
                     // our close went out before the failure.
                     if self.timer.phase != Phase::Closing {
-                        self.deadline = self.config.get_close_timeout().map(|t| now + t);
+                        self.deadline = self.settings.get_close_timeout().map(|t| now + t);
                     }
                     self.timer.phase = Phase::Lingering;
                 }
@@ -143,7 +143,7 @@ impl WebSocketContext {
             State::ClosedByUs | State::ClosedByPeer | State::CloseAcknowledged => {
                 if self.timer.phase != Phase::Closing {
                     self.timer.phase = Phase::Closing;
-                    self.deadline = self.config.get_close_timeout().map(|t| now + t);
+                    self.deadline = self.settings.get_close_timeout().map(|t| now + t);
                 }
                 self.deadline
             }
@@ -166,7 +166,7 @@ impl WebSocketContext {
             Phase::Idle | Phase::AwaitingPong if heard => self.idle_from(now),
             Phase::Idle => {
                 self.pending_ping = true;
-                match self.config.get_ping_timeout() {
+                match self.settings.get_ping_timeout() {
                     Some(timeout) => {
                         self.timer.phase = Phase::AwaitingPong;
                         self.deadline = Some(now + timeout);
@@ -194,7 +194,7 @@ impl WebSocketContext {
     fn idle_from(&mut self, now: Instant) {
         self.timer.phase = Phase::Idle;
         self.timer.heard = false;
-        self.deadline = self.config.get_ping_interval().map(|i| now + i);
+        self.deadline = self.settings.get_ping_interval().map(|i| now + i);
     }
 
     /// The payload of the keepalive ping being encoded now, counting it as
