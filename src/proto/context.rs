@@ -62,11 +62,20 @@ pub(super) const MAX_CONTROL_PAYLOAD: usize = 125;
 /// - [`next_message`](Self::next_message): parse a message from the
 ///   received bytes without driving any output (for tests and tools).
 ///
-/// **Timers** (time is passed in)
-/// - [`waiting`](Self::waiting): the driver is about to wait; the deadline
-///   to wait until (keepalive ping, keepalive timeout, close timeout,
-///   the end of a rate limit's throttle: [`Config::rate_limit`]).
-/// - [`handle_timeout`](Self::handle_timeout): that deadline passed.
+/// **Timers** (time is passed in; the context never reads a clock)
+/// - [`handle_timeout`](Self::handle_timeout): time is `now`, do what is
+///   due. Called before each wait and when the deadline passed: it sends
+///   the keepalive ping or fails a timed-out connection, and does the
+///   housekeeping of a wait (gives back drained buffers, hands counts to
+///   `metrics`, arms the deadlines of the state the connection is in,
+///   moves a rate limit's clock).
+/// - [`poll_timeout`](Self::poll_timeout): the deadline to wait until
+///   (keepalive ping, keepalive timeout, close timeout, the end of a rate
+///   limit's throttle: [`Config::rate_limit`]); a pure query.
+///
+/// A driver's wait is `ctx.handle_timeout(now)`, then
+/// `ctx.poll_timeout()`, then waiting for the stream no later than that;
+/// if the deadline it saw before had passed, it polls again instead.
 ///
 /// ```
 /// use lockgate::{Buf, Config, Message, Next, Operation, Role, WebSocketContext};

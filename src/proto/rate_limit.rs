@@ -19,7 +19,7 @@
 //!   message that does not fit is held (that one only: what follows stays
 //!   unparsed in the receive buffer), the context stops asking for input
 //!   ([`Next::Wait`] where it would answer [`Next::Receive`]) and its
-//!   deadline ([`waiting`](WebSocketContext::waiting)) is the instant the
+//!   deadline ([`poll_timeout`](WebSocketContext::poll_timeout)) is the instant the
 //!   message fits. The driver reads nothing meanwhile, so the socket's
 //!   receive buffer fills and TCP's flow control pushes back on the peer.
 //!   Owed pongs and close replies still go out.
@@ -38,11 +38,10 @@
 //!   keepalive pings either; everything else about deadlines is unchanged
 //!   (the close timeout still bounds a closing handshake).
 //! - **Time.** Messages are charged at the latest instant a driver passed
-//!   in ([`waiting`](WebSocketContext::waiting),
-//!   [`handle_timeout`](WebSocketContext::handle_timeout)), never later
+//!   in ([`handle_timeout`](WebSocketContext::handle_timeout)), never later
 //!   than the real time, so a stale clock only makes a limit stricter.
 //!   When a bucket looks empty the context answers [`Next::Wait`]; the
-//!   driver's `waiting(now)` brings the clock up to date and, if the
+//!   driver's `handle_timeout(now)` brings the clock up to date and, if the
 //!   message fits by then, the deadline has already passed and the read
 //!   goes on at once. No clock is read per message.
 //!
@@ -648,26 +647,15 @@ impl WebSocketContext {
     }
 
     /// The connection's next deadline: `deadline`, or sooner the instant a
-    /// held message fits.
+    /// held message fits (as of the clock the limiter was last told).
     #[inline]
-    pub(super) fn with_throttle_deadline(
-        &mut self,
-        now: Instant,
-        deadline: Option<Instant>,
-    ) -> Option<Instant> {
-        let live = self.state != State::Terminated;
-        let Some(limiter) = self.rate_limiter_mut() else {
+    pub(super) fn with_throttle_deadline(&self, deadline: Option<Instant>) -> Option<Instant> {
+        if self.state == State::Terminated {
             return deadline;
-        };
-        limiter.observe(now);
-        match limiter.until() {
-            Some(until) if live => {
-                // Waiting without reading: the peer's silence meanwhile is
-                // ours (and arming keepalive just now forgot the hold).
-                self.timer.heard = true;
-                Some(deadline.map_or(until, |d| d.min(until)))
-            }
-            _ => deadline,
+        }
+        match self.rate_limiter().and_then(RateLimiter::until) {
+            Some(until) => Some(deadline.map_or(until, |d| d.min(until))),
+            None => deadline,
         }
     }
 }
@@ -676,7 +664,7 @@ impl WebSocketContext {
 mod tests {
     use bytes::{Buf, Bytes};
 
-    use crate::proto::test_frames::{client_frame, parse_frames};
+    use crate::proto::test_frames::{WaitAt, client_frame, parse_frames};
 
     use super::*;
     use crate::config::{Config, Role};
@@ -788,7 +776,7 @@ mod tests {
                         peer.fed = sent;
                         continue;
                     }
-                    let deadline = ctx.waiting(now);
+                    let deadline = ctx.wait_at(now);
                     let Some(next) = [deadline, peer.next_send()].into_iter().flatten().min()
                     else {
                         break;
@@ -801,7 +789,7 @@ mod tests {
                 }
                 Ok(Next::Wait) => {
                     seen.waits += 1;
-                    let deadline = ctx.waiting(now).expect("a throttle has a deadline");
+                    let deadline = ctx.wait_at(now).expect("a throttle has a deadline");
                     if deadline > end {
                         break;
                     }
@@ -914,7 +902,7 @@ mod tests {
         let mut ctx = server(Config::default().rate_limit(limit));
         ctx.feed(&client_frame(OpCode::Binary, &[0; 5000]));
         ctx.feed(&client_frame(OpCode::Binary, &[0; 100]));
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         let mut peer = Peer::silent(t0);
         let seen = run(&mut ctx, &mut peer, t0, t0 + 10 * SECOND);
         let times = seen.times(t0);
@@ -1003,7 +991,7 @@ mod tests {
         ctx.feed(&client_frame(OpCode::Ping, b"a"));
         ctx.feed(&client_frame(OpCode::Ping, b"b"));
         ctx.feed(&client_frame(OpCode::Close, &1000u16.to_be_bytes()));
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         let mut peer = Peer::silent(t0);
         let seen = run(&mut ctx, &mut peer, t0, t0 + 5 * SECOND);
         let delivered: Vec<(Duration, Message)> = seen
@@ -1037,7 +1025,7 @@ mod tests {
             .with_bytes_per_second(100)
             .byte_burst(100);
         let mut ctx = server(Config::default().ping_interval(None).rate_limit(limit));
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         // 900 bytes of debt, repaid at 9 s; then a ping, which costs a
         // message (due at 1 s) and no bytes.
         ctx.feed(&client_frame(OpCode::Binary, &[0; 1000]));
@@ -1054,7 +1042,7 @@ mod tests {
         let t0 = Instant::now();
         let limit = RateLimit::messages_per_second(1).message_burst(1);
         let mut ctx = server(Config::default().rate_limit(limit));
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         for text in ["1", "2", "3"] {
             ctx.feed(&client_frame(OpCode::Text, text.as_bytes()));
         }
@@ -1087,7 +1075,7 @@ mod tests {
                 .all(|(at, _)| *at - t0 < 10 * SECOND + MS)
         );
         assert_eq!(
-            ctx.waiting(t0 + 10 * SECOND),
+            ctx.wait_at(t0 + 10 * SECOND),
             Some(t0 + 20 * SECOND),
             "the keepalive deadline, as before"
         );
@@ -1098,13 +1086,13 @@ mod tests {
         let t0 = Instant::now();
         let limited = Config::default().rate_limit(RateLimit::messages_per_second(1));
         let mut ctx = server(limited);
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         for payload in [b"1", b"2"] {
             ctx.feed(&client_frame(OpCode::Binary, payload));
         }
         assert!(matches!(ctx.poll(Operation::Read), Ok(Next::Message(_))));
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Wait);
-        assert_eq!(ctx.waiting(t0), Some(t0 + SECOND));
+        assert_eq!(ctx.wait_at(t0), Some(t0 + SECOND));
         // The same limit again changes nothing.
         ctx.set_config(limited);
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Wait);
@@ -1114,7 +1102,7 @@ mod tests {
             Next::Message(Message::Binary(Bytes::from_static(b"2")))
         );
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Receive);
-        assert_eq!(ctx.waiting(t0), None);
+        assert_eq!(ctx.wait_at(t0), None);
     }
 
     #[test]
