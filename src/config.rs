@@ -25,7 +25,7 @@ pub enum Role {
 ///     .write_buffer_size(64 * 1024);
 /// assert_eq!(config.get_max_message_size(), Some(1 << 20));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Config {
     settings: Settings,
@@ -129,15 +129,6 @@ pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// 10 s: how long the peer may take to answer our close frame.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            settings: Settings::default(),
-            rate_limit: None,
-        }
-    }
-}
 
 impl Default for Settings {
     fn default() -> Self {

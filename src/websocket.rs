@@ -529,7 +529,7 @@ impl<S: Read + Write> WebSocket<S> {
     /// most [`BEST_EFFORT_CLOSE`], before the failure is reported.
     fn owed_output_within_deadline(&mut self, next: &Next) -> io::Result<()> {
         let now = Instant::now();
-        if !self.context.poll_timeout().is_some_and(|d| d <= now) {
+        if self.context.poll_timeout().is_none_or(|d| d > now) {
             // Arms the deadline that bounds the write. One that passed is
             // handled once the write reports it would block (the read
             // reads on and returns what owes the output first).

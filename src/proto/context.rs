@@ -16,7 +16,6 @@ use crate::proto::assembler::Fragments;
 use crate::proto::compression::{self, Compression};
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};
-use crate::proto::lifecycle::Cause;
 use crate::proto::linger::Ending;
 use crate::proto::rate_limit::RateLimiter;
 use crate::proto::state::State;
@@ -395,7 +394,7 @@ impl WebSocketContext {
             return;
         }
         let state = self.state;
-        self.set_state(State::Terminated, Cause::StreamEnded);
+        self.stream_ended();
         self.pending_pong = None;
         self.pending_ping = false;
         let error = match state {

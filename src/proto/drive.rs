@@ -10,7 +10,6 @@ use bytes::Buf;
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::proto::context::WebSocketContext;
-use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
 
 /// The operation a driver is running for its caller; see
@@ -292,7 +291,7 @@ impl WebSocketContext {
         }
         let error = self.fail(error);
         self.delivered = Some(Box::new(Err(error)));
-        self.set_state(State::Terminated, Cause::Deadline);
+        self.timed_out();
     }
 }
 

@@ -10,7 +10,6 @@ use crate::message::Message;
 use crate::proto::assembler::Fragments;
 use crate::proto::close_payload::parse_close;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
-use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
 use crate::proto::utf8_stream::Utf8Stream;
 use crate::utf8_bytes::Utf8Bytes;
@@ -56,7 +55,7 @@ impl WebSocketContext {
             State::ClosedByPeer | State::CloseAcknowledged => {
                 if self.pending_close.is_none() && self.codec.output.is_empty() && !self.flush_owed
                 {
-                    self.set_state(State::Terminated, Cause::Completed);
+                    self.completed();
                     return Err(Error::ConnectionClosed);
                 }
                 return Ok(None);
@@ -80,7 +79,7 @@ impl WebSocketContext {
                 self.pending_close = Some(Some(code));
             }
             self.pending_pong = None;
-            self.set_state(State::Terminated, Cause::Failed(code));
+            self.failed(code);
         }
         error
     }
@@ -186,14 +185,10 @@ impl WebSocketContext {
             OpCode::Close => {
                 let frame = parse_close(payload)?;
                 let code = frame.as_ref().map(|f| f.code);
-                match self.state {
-                    State::Active => {
-                        // Echo the code; a reply to a close without one is
-                        // empty too.
-                        self.pending_close = Some(code);
-                        self.set_state(State::ClosedByPeer, Cause::CloseReceived(code));
-                    }
-                    _ => self.set_state(State::CloseAcknowledged, Cause::CloseReceived(code)),
+                if self.close_received(code)? {
+                    // Echo the code; a reply to a close without one is
+                    // empty too.
+                    self.pending_close = Some(code);
                 }
                 Message::Close(frame)
             }

@@ -10,7 +10,6 @@ use crate::prepared::PreparedMessage;
 use crate::proto::close_payload::{encode_close, parse_close};
 use crate::proto::compression;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
-use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
 use crate::protocol::frame::Frame;
 use crate::protocol::frame::coding::{Control, OpCode as RawOpCode};
@@ -281,11 +280,8 @@ impl WebSocketContext {
         }
         match self.state {
             State::Active => {
+                self.close_sent(frame.as_ref().map(|f| f.code))?;
                 self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
-                self.set_state(
-                    State::ClosedByUs,
-                    Cause::CloseSent(frame.as_ref().map(|f| f.code)),
-                );
                 self.pending_pong = None;
                 // No data can follow a close, so holding it back gains
                 // nothing, and the peer's reply waits on it.
@@ -334,9 +330,7 @@ impl WebSocketContext {
             let frame = frame.map(|code| CloseFrame::new(code, ""));
             self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
             self.flush_owed = true;
-            if self.state == State::ClosedByPeer {
-                self.set_state(State::CloseAcknowledged, Cause::ReplyQueued);
-            }
+            self.close_frame_queued();
         }
     }
 

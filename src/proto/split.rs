@@ -21,7 +21,6 @@ use bytes::Buf;
 
 use crate::frame::CloseCode;
 use crate::proto::context::{Negotiated, WebSocketContext};
-use crate::proto::lifecycle::Cause;
 use crate::proto::rate_limit::RateLimiter;
 use crate::proto::state::State;
 
@@ -111,11 +110,10 @@ impl WebSocketContext {
     /// or [`Error::AlreadyClosed`](crate::Error::AlreadyClosed) once ended).
     #[doc(hidden)]
     pub fn receiver_closing(&mut self, ended: bool) {
-        match (self.state, ended) {
-            (State::Terminated, _) => {}
-            (_, true) => self.set_state(State::Terminated, Cause::Completed),
-            (State::Active, false) => self.set_state(State::ClosedByPeer, Cause::ReplyQueued),
-            (_, false) => {}
+        if ended {
+            self.completed();
+        } else {
+            self.peer_closing();
         }
     }
 
@@ -125,8 +123,8 @@ impl WebSocketContext {
     /// does not reply to it.
     #[doc(hidden)]
     pub fn close_sent_by_sender(&mut self, code: Option<CloseCode>) {
-        if self.state == State::Active {
-            self.set_state(State::ClosedByUs, Cause::CloseSent(code));
+        // Refused once closing began: then there is nothing to change.
+        if self.close_sent(code).is_ok() {
             self.pending_pong = None;
         }
     }
