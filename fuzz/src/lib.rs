@@ -285,10 +285,9 @@ pub struct ContextKnobs {
 }
 
 /// Message rates (per second) of the rate limit knobs. The knob tables are
-/// small on purpose: lockgate keeps every distinct [`RateLimit`] of a
-/// process in a table of at most 65,535 (it panics beyond), and a fuzzing
-/// process lives through millions of inputs. These tables make 8,448
-/// distinct limits.
+/// small (they make 8,448 distinct limits): lockgate once kept every
+/// distinct [`RateLimit`] of a process in a table of at most 65,535, and
+/// the tables stay as they were so that existing corpora mean the same.
 pub const MESSAGE_RATES: [u32; 8] = [1, 2, 3, 5, 10, 100, 65_536, u32::MAX];
 /// Message bursts (`None`: the default, one second's worth).
 pub const MESSAGE_BURSTS: [Option<u32>; 8] = [
@@ -1683,8 +1682,8 @@ mod tests {
         );
     }
 
-    /// lockgate panics past 65,535 distinct limits in a process: the knobs
-    /// must make far fewer, however long a fuzzing process runs.
+    /// The knobs make few distinct limits (see [`MESSAGE_RATES`]; lockgate
+    /// once panicked past 65,535 in a process).
     #[test]
     fn the_knobs_make_few_distinct_limits() {
         let mut limits = HashSet::new();

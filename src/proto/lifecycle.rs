@@ -120,7 +120,10 @@ impl WebSocketContext {
     pub(super) fn close_sent(&mut self, code: Option<CloseCode>) -> Result<(), Refused> {
         let event = Cause::CloseSent(code);
         match self.state {
-            State::Active => Ok(self.go(State::ClosedByUs, event)),
+            State::Active => {
+                self.go(State::ClosedByUs, event);
+                Ok(())
+            }
             _ => Err(Refused { event }),
         }
     }
