@@ -27,10 +27,10 @@ impl WebSocketContext {
     /// its pong is consumed here (it still counts as hearing from the
     /// peer). The rules for telling the two apart are in `timers.rs`.
     ///
-    /// A rate limit ([`Config::rate_limit`]) does not apply here: it needs
-    /// the time, and applies to the reads [`poll`](Self::poll) drives. A
-    /// message such a read held back is handed over first, so the order
-    /// is kept.
+    /// A rate limit ([`Config::rate_limit`](crate::Config::rate_limit))
+    /// does not apply here: it needs the time, and applies to the reads
+    /// [`poll`](Self::poll) drives. A message such a read held back is
+    /// handed over first, so the order is kept.
     ///
     /// # Errors
     ///
