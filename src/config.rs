@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::deflate::DeflateConfig;
-use crate::proto::{RateLimit, RateLimitId};
+use crate::proto::RateLimit;
 
 /// Which end of the connection this is. Clients mask what they send and
 /// servers require masked frames (RFC 6455 section 5.1).
@@ -25,30 +25,39 @@ pub enum Role {
 ///     .write_buffer_size(64 * 1024);
 /// assert_eq!(config.get_max_message_size(), Some(1 << 20));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Config {
+    settings: Settings,
+    // By value: a configuration is the caller's to copy; a connection
+    // keeps only `settings`, and the limit with its buckets, behind the
+    // pointer it has for rare state, so one without a limit holds nothing
+    // for it.
+    rate_limit: Option<RateLimit>,
+}
+
+/// A [`Config`] without its rate limit: what a connection keeps of its
+/// configuration (every connection holds one, so it stays small).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Settings {
     // Buffer sizes as `u32`, `u32::MAX` for everything from there up
-    // (`usize::MAX` reads back): every connection holds its config.
+    // (`usize::MAX` reads back): every connection holds its settings.
     read_buffer_size: u32,
     write_buffer_size: u32,
     max_write_buffer_size: u32,
     // `usize::MAX` for no limit: half the size of an `Option<usize>`.
-    pub(crate) max_message_size: usize,
-    pub(crate) max_frame_size: usize,
+    max_message_size: usize,
+    max_frame_size: usize,
     // `u32::MAX` for no limit.
     max_fragments: u32,
-    pub(crate) accept_unmasked_frames: bool,
+    accept_unmasked_frames: bool,
     // Millisecond resolution keeps these small: every connection holds
-    // its config.
-    pub(crate) handshake_timeout: Millis,
-    pub(crate) ping_interval: Millis,
-    pub(crate) ping_timeout: Millis,
-    pub(crate) close_timeout: Millis,
-    pub(crate) deflate: Option<DeflateConfig>,
-    // Two bytes that were padding: an index into the process's table of
-    // rate limits, so a connection without one holds nothing for it.
-    rate_limit: RateLimitId,
+    // its settings.
+    handshake_timeout: Millis,
+    ping_interval: Millis,
+    ping_timeout: Millis,
+    close_timeout: Millis,
+    deflate: Option<DeflateConfig>,
 }
 
 /// An optional duration in whole milliseconds (rounded up, at most about
@@ -121,7 +130,7 @@ pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(20);
 /// 10 s: how long the peer may take to answer our close frame.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
-impl Default for Config {
+impl Default for Settings {
     fn default() -> Self {
         Self {
             read_buffer_size: 8 * 1024,
@@ -136,7 +145,6 @@ impl Default for Config {
             ping_timeout: Millis::from(Some(DEFAULT_PING_TIMEOUT)),
             close_timeout: Millis::from(Some(DEFAULT_CLOSE_TIMEOUT)),
             deflate: None,
-            rate_limit: RateLimitId::NONE,
         }
     }
 }
@@ -150,7 +158,7 @@ impl Config {
     /// bytes are pending (it is released when the driver waits for the
     /// peer), so an idle connection does not hold it.
     pub fn read_buffer_size(mut self, bytes: usize) -> Self {
-        self.read_buffer_size = size_to_u32(bytes.max(1));
+        self.settings.read_buffer_size = size_to_u32(bytes.max(1));
         self
     }
 
@@ -161,7 +169,7 @@ impl Config {
     /// which still never flushes; 4 GiB or more (`usize::MAX` when read
     /// back) writes only when flushed.
     pub fn write_buffer_size(mut self, bytes: usize) -> Self {
-        self.write_buffer_size = size_to_u32(bytes);
+        self.settings.write_buffer_size = size_to_u32(bytes);
         self
     }
 
@@ -175,7 +183,7 @@ impl Config {
     /// [`CapacityError::MessageTooLong`](crate::CapacityError::MessageTooLong).
     /// 4 GiB or more means no limit (`usize::MAX` when read back).
     pub fn max_write_buffer_size(mut self, bytes: usize) -> Self {
-        self.max_write_buffer_size = size_to_u32(bytes);
+        self.settings.max_write_buffer_size = size_to_u32(bytes);
         self
     }
 
@@ -189,7 +197,7 @@ impl Config {
     /// (at most about twice the bytes received while it grows, never more
     /// than this limit), and small messages never keep a read buffer alive.
     pub fn max_message_size(mut self, bytes: Option<usize>) -> Self {
-        self.max_message_size = bytes.unwrap_or(NO_LIMIT);
+        self.settings.max_message_size = bytes.unwrap_or(NO_LIMIT);
         self
     }
 
@@ -202,21 +210,22 @@ impl Config {
     /// empty ones would let a message stay open forever without reaching
     /// `max_message_size`. From `u32::MAX` up, no limit.
     pub fn max_fragments(mut self, frames: Option<usize>) -> Self {
-        self.max_fragments = frames.map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX));
+        self.settings.max_fragments =
+            frames.map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX));
         self
     }
 
     /// The largest incoming frame payload. Default 16 MiB; `None` for no
     /// limit. Checked on the header, before anything is allocated.
     pub fn max_frame_size(mut self, bytes: Option<usize>) -> Self {
-        self.max_frame_size = bytes.unwrap_or(NO_LIMIT);
+        self.settings.max_frame_size = bytes.unwrap_or(NO_LIMIT);
         self
     }
 
     /// Lets a server accept unmasked frames from clients, which RFC 6455
     /// forbids. Default `false`. Only for peers known to break the rule.
     pub fn accept_unmasked_frames(mut self, accept: bool) -> Self {
-        self.accept_unmasked_frames = accept;
+        self.settings.accept_unmasked_frames = accept;
         self
     }
 
@@ -233,7 +242,7 @@ impl Config {
     /// after the deadline. For `connect` and `connect_async`
     /// the deadline covers the TCP connection (and TLS) too.
     pub fn handshake_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.handshake_timeout = Millis::from(timeout);
+        self.settings.handshake_timeout = Millis::from(timeout);
         self
     }
 
@@ -252,7 +261,7 @@ impl Config {
     /// (its number on this connection) so that pong is told apart exactly:
     /// the pongs to your own pings, and unsolicited pongs, are returned.
     pub fn ping_interval(mut self, interval: Option<Duration>) -> Self {
-        self.ping_interval = Millis::from(interval);
+        self.settings.ping_interval = Millis::from(interval);
         self
     }
 
@@ -266,7 +275,7 @@ impl Config {
     /// sending a large message is alive. Too short a timeout drops peers
     /// on slow or congested links; too long holds dead connections.
     pub fn ping_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.ping_timeout = Millis::from(timeout);
+        self.settings.ping_timeout = Millis::from(timeout);
         self
     }
 
@@ -276,7 +285,7 @@ impl Config {
     /// and the connection can be dropped. Default 10 s
     /// ([`DEFAULT_CLOSE_TIMEOUT`]); `None` waits as long as the peer does.
     pub fn close_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.close_timeout = Millis::from(timeout);
+        self.settings.close_timeout = Millis::from(timeout);
         self
     }
 
@@ -284,7 +293,7 @@ impl Config {
     /// it (server) with these settings. Default `None`: compression costs
     /// CPU and memory per connection, so it is opt-in.
     pub fn deflate(mut self, deflate: Option<DeflateConfig>) -> Self {
-        self.deflate = deflate;
+        self.settings.deflate = deflate;
         self
     }
 
@@ -298,9 +307,7 @@ impl Config {
     ///
     /// Without a limit a connection holds nothing for it; with one, its
     /// buckets take one allocation (about 200 bytes) and reading a message
-    /// a few integer operations. A configuration holds a limit as
-    /// an index into a table of the process's distinct limits, shared by
-    /// every configuration with an equal one.
+    /// a few integer operations.
     ///
     /// ```
     /// use lockgate::{Config, RateLimit};
@@ -308,76 +315,151 @@ impl Config {
     /// let config = Config::default().rate_limit(RateLimit::messages_per_second(50));
     /// assert_eq!(config.get_rate_limit().unwrap().get_message_burst(), Some(50));
     /// ```
-    ///
-    /// # Panics
-    ///
-    /// If the process already uses 65,535 other distinct limits.
     pub fn rate_limit(mut self, limit: impl Into<Option<RateLimit>>) -> Self {
-        self.rate_limit = RateLimitId::of(limit.into());
+        self.rate_limit = limit.into();
         self
     }
 
-    /// See [`Config::rate_limit`]. Looks the limit up in the process's
-    /// table (a shared lock): cheap, but not meant for every message.
+    /// See [`Config::rate_limit`].
     pub fn get_rate_limit(&self) -> Option<RateLimit> {
-        self.rate_limit.get()
+        self.rate_limit
+    }
+
+    /// What a connection keeps of this configuration: all but the rate
+    /// limit.
+    pub(crate) fn settings(&self) -> Settings {
+        self.settings
+    }
+
+    /// The configuration a connection with `settings` and `rate_limit`
+    /// was given.
+    pub(crate) fn from_parts(settings: Settings, rate_limit: Option<RateLimit>) -> Self {
+        Self {
+            settings,
+            rate_limit,
+        }
     }
 
     /// See [`Config::deflate`].
     pub fn get_deflate(&self) -> Option<&DeflateConfig> {
-        self.deflate.as_ref()
+        self.settings.get_deflate()
     }
 
     /// See [`Config::handshake_timeout`].
     pub fn get_handshake_timeout(&self) -> Option<Duration> {
-        self.handshake_timeout.get()
+        self.settings.get_handshake_timeout()
     }
 
     /// See [`Config::ping_interval`].
     pub fn get_ping_interval(&self) -> Option<Duration> {
-        self.ping_interval.get()
+        self.settings.get_ping_interval()
     }
 
     /// See [`Config::ping_timeout`].
     pub fn get_ping_timeout(&self) -> Option<Duration> {
-        self.ping_timeout.get()
+        self.settings.get_ping_timeout()
     }
 
     /// See [`Config::close_timeout`].
     pub fn get_close_timeout(&self) -> Option<Duration> {
-        self.close_timeout.get()
+        self.settings.get_close_timeout()
     }
 
     /// See [`Config::read_buffer_size`].
     #[inline]
     pub fn get_read_buffer_size(&self) -> usize {
-        size_from_u32(self.read_buffer_size)
+        self.settings.get_read_buffer_size()
     }
 
     /// See [`Config::write_buffer_size`].
     #[inline]
     pub fn get_write_buffer_size(&self) -> usize {
-        size_from_u32(self.write_buffer_size)
+        self.settings.get_write_buffer_size()
     }
 
     /// See [`Config::max_write_buffer_size`].
     #[inline]
     pub fn get_max_write_buffer_size(&self) -> usize {
-        size_from_u32(self.max_write_buffer_size)
+        self.settings.get_max_write_buffer_size()
     }
 
     /// See [`Config::max_message_size`].
     pub fn get_max_message_size(&self) -> Option<usize> {
-        (self.max_message_size != NO_LIMIT).then_some(self.max_message_size)
+        self.settings.get_max_message_size()
     }
 
     /// See [`Config::max_frame_size`].
     pub fn get_max_frame_size(&self) -> Option<usize> {
-        (self.max_frame_size != NO_LIMIT).then_some(self.max_frame_size)
+        self.settings.get_max_frame_size()
     }
 
     /// See [`Config::max_fragments`].
     pub fn get_max_fragments(&self) -> Option<usize> {
+        self.settings.get_max_fragments()
+    }
+
+    /// See [`Config::accept_unmasked_frames`].
+    pub fn get_accept_unmasked_frames(&self) -> bool {
+        self.settings.get_accept_unmasked_frames()
+    }
+}
+
+impl Settings {
+    /// See [`Config::deflate`].
+    pub(crate) fn get_deflate(&self) -> Option<&DeflateConfig> {
+        self.deflate.as_ref()
+    }
+
+    /// See [`Config::handshake_timeout`].
+    pub(crate) fn get_handshake_timeout(&self) -> Option<Duration> {
+        self.handshake_timeout.get()
+    }
+
+    /// See [`Config::ping_interval`].
+    pub(crate) fn get_ping_interval(&self) -> Option<Duration> {
+        self.ping_interval.get()
+    }
+
+    /// See [`Config::ping_timeout`].
+    pub(crate) fn get_ping_timeout(&self) -> Option<Duration> {
+        self.ping_timeout.get()
+    }
+
+    /// See [`Config::close_timeout`].
+    pub(crate) fn get_close_timeout(&self) -> Option<Duration> {
+        self.close_timeout.get()
+    }
+
+    /// See [`Config::read_buffer_size`].
+    #[inline]
+    pub(crate) fn get_read_buffer_size(&self) -> usize {
+        size_from_u32(self.read_buffer_size)
+    }
+
+    /// See [`Config::write_buffer_size`].
+    #[inline]
+    pub(crate) fn get_write_buffer_size(&self) -> usize {
+        size_from_u32(self.write_buffer_size)
+    }
+
+    /// See [`Config::max_write_buffer_size`].
+    #[inline]
+    pub(crate) fn get_max_write_buffer_size(&self) -> usize {
+        size_from_u32(self.max_write_buffer_size)
+    }
+
+    /// See [`Config::max_message_size`].
+    pub(crate) fn get_max_message_size(&self) -> Option<usize> {
+        (self.max_message_size != NO_LIMIT).then_some(self.max_message_size)
+    }
+
+    /// See [`Config::max_frame_size`].
+    pub(crate) fn get_max_frame_size(&self) -> Option<usize> {
+        (self.max_frame_size != NO_LIMIT).then_some(self.max_frame_size)
+    }
+
+    /// See [`Config::max_fragments`].
+    pub(crate) fn get_max_fragments(&self) -> Option<usize> {
         (self.max_fragments != u32::MAX).then_some(self.max_fragments as usize)
     }
 
@@ -387,7 +469,7 @@ impl Config {
     }
 
     /// See [`Config::accept_unmasked_frames`].
-    pub fn get_accept_unmasked_frames(&self) -> bool {
+    pub(crate) fn get_accept_unmasked_frames(&self) -> bool {
         self.accept_unmasked_frames
     }
 }

@@ -200,8 +200,8 @@ impl<S> WebSocket<S> {
         self.context.subprotocol()
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &Config {
+    /// The configuration (a copy).
+    pub fn config(&self) -> Config {
         self.context.config()
     }
 
@@ -214,9 +214,9 @@ impl<S> WebSocket<S> {
     /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) has, in place
     /// (the others, such as deadlines, stay as they are).
     pub fn set_config(&mut self, set_func: impl FnOnce(&mut crate::protocol::WebSocketConfig)) {
-        let mut settings = crate::protocol::WebSocketConfig::from(self.context.config());
+        let mut settings = crate::protocol::WebSocketConfig::from(&self.context.config());
         set_func(&mut settings);
-        let config = settings.apply_to(*self.context.config());
+        let config = settings.apply_to(self.context.config());
         self.context.set_config(config);
     }
 
@@ -225,7 +225,7 @@ impl<S> WebSocket<S> {
     /// change them with [`set_config`](Self::set_config); the whole
     /// configuration is [`config`](Self::config)).
     pub fn get_config(&self) -> crate::protocol::WebSocketConfig {
-        crate::protocol::WebSocketConfig::from(self.context.config())
+        crate::protocol::WebSocketConfig::from(&self.context.config())
     }
 
     /// Whether more messages can be read.
@@ -272,9 +272,12 @@ impl<S> WebSocket<S> {
 
     /// When the next deadline (keepalive, close, or the end of a rate
     /// limit's throttle) falls, if the connection waits on one; `read`
-    /// handles it once called at or after that time.
+    /// handles it once called at or after that time. (`&mut`: it tells
+    /// the connection the time, which arms its deadlines and does what is
+    /// already due, as a read would.)
     pub fn deadline(&mut self) -> Option<Instant> {
-        self.context.waiting(Instant::now())
+        self.context.handle_timeout(Instant::now());
+        self.context.poll_timeout()
     }
 }
 
@@ -488,14 +491,18 @@ impl<S: Read + Write> WebSocket<S> {
     /// passing (now handled) rather than a non-blocking stream or the
     /// caller's own timeout.
     fn deadline_passed(&mut self) -> bool {
-        let now = Instant::now();
-        match self.context.waiting(now) {
-            Some(deadline) if deadline <= now => {
-                self.context.handle_timeout(now);
-                true
-            }
-            _ => false,
-        }
+        self.tell_time(Instant::now()).0
+    }
+
+    /// Tells the context the time before a wait: it does what is due and
+    /// arms the deadlines of the wait ahead. Returns whether a deadline
+    /// had passed (what it meant has happened: poll again rather than
+    /// wait), and the deadline to wait until.
+    fn tell_time(&mut self, now: Instant) -> (bool, Option<Instant>) {
+        let passed = self.context.poll_timeout().is_some_and(|d| d <= now);
+        self.context.handle_timeout(now);
+        let deadline = self.context.poll_timeout();
+        (passed || deadline.is_some_and(|d| d <= now), deadline)
     }
 
     /// A rate limit holds the next message back: sleep until it fits.
@@ -503,7 +510,8 @@ impl<S: Read + Write> WebSocket<S> {
     /// point), so the thread sleeps, on any stream.
     fn wait(&mut self) {
         let now = Instant::now();
-        if let Some(deadline) = self.context.waiting(now) {
+        let (passed, deadline) = self.tell_time(now);
+        if let (Some(deadline), false) = (deadline, passed) {
             if deadline > now {
                 std::thread::sleep(deadline - now);
             }
@@ -521,7 +529,13 @@ impl<S: Read + Write> WebSocket<S> {
     /// most [`BEST_EFFORT_CLOSE`], before the failure is reported.
     fn owed_output_within_deadline(&mut self, next: &Next) -> io::Result<()> {
         let now = Instant::now();
-        let deadline = match self.context.waiting(now) {
+        if self.context.poll_timeout().is_none_or(|d| d > now) {
+            // Arms the deadline that bounds the write. One that passed is
+            // handled once the write reports it would block (the read
+            // reads on and returns what owes the output first).
+            self.context.handle_timeout(now);
+        }
+        let deadline = match self.context.poll_timeout() {
             Some(deadline) => Some(deadline),
             None if self.context.is_terminated() => {
                 let close_timeout = self.context.config().get_close_timeout();
@@ -589,12 +603,11 @@ impl<S: Read + Write> WebSocket<S> {
     /// stream allows it.
     fn receive(&mut self) -> io::Result<()> {
         let now = Instant::now();
-        let deadline = self.context.waiting(now);
+        let (passed, deadline) = self.tell_time(now);
         // A deadline that passed is handled before reading, not only when
         // a read times out: after our close, a peer that never stops
         // sending must not hold the read past the close timeout.
-        if deadline.is_some_and(|deadline| deadline <= now) {
-            self.context.handle_timeout(now);
+        if passed {
             return Ok(());
         }
         self.read_timer.arm(&self.stream, deadline, now)?;

@@ -291,10 +291,10 @@ fn a_keepalive_timeout_counts_its_kind_and_the_1011_close() {
     let mut ctx = WebSocketContext::new(Role::Client, config);
     let t0 = Instant::now();
     assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Receive);
-    let _ = ctx.waiting(t0);
+    ctx.handle_timeout(t0);
     ctx.handle_timeout(t0 + SECOND);
     let _ping = take_output(&mut ctx);
-    let _ = ctx.waiting(t0 + SECOND);
+    ctx.handle_timeout(t0 + SECOND);
     ctx.handle_timeout(t0 + 2 * SECOND);
     let _close = take_output(&mut ctx);
     assert!(matches!(
@@ -316,7 +316,7 @@ fn a_keepalive_timeout_counts_its_kind_and_the_1011_close() {
     ctx.close(None).unwrap();
     let _close = take_output(&mut ctx);
     assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Receive);
-    let _ = ctx.waiting(t0);
+    ctx.handle_timeout(t0);
     ctx.handle_timeout(t0 + SECOND);
     assert!(matches!(
         ctx.poll(Operation::Read),

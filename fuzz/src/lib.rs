@@ -285,10 +285,9 @@ pub struct ContextKnobs {
 }
 
 /// Message rates (per second) of the rate limit knobs. The knob tables are
-/// small on purpose: lockgate keeps every distinct [`RateLimit`] of a
-/// process in a table of at most 65,535 (it panics beyond), and a fuzzing
-/// process lives through millions of inputs. These tables make 8,448
-/// distinct limits.
+/// small (they make 8,448 distinct limits): lockgate once kept every
+/// distinct [`RateLimit`] of a process in a table of at most 65,535, and
+/// the tables stay as they were so that existing corpora mean the same.
 pub const MESSAGE_RATES: [u32; 8] = [1, 2, 3, 5, 10, 100, 65_536, u32::MAX];
 /// Message bursts (`None`: the default, one second's worth).
 pub const MESSAGE_BURSTS: [Option<u32>; 8] = [
@@ -901,8 +900,8 @@ struct VirtualTime {
     t0: Instant,
     /// The driver's time.
     now: Instant,
-    /// The latest instant the context was told (`waiting`,
-    /// `handle_timeout`): the time a rate limit charges messages at.
+    /// The latest instant the context was told (`handle_timeout`): the
+    /// time a rate limit charges messages at.
     told: Option<Instant>,
     /// Every deadline up to this instant was handled: the context must
     /// not report one at or before it.
@@ -940,8 +939,9 @@ impl VirtualTime {
         }
     }
 
-    /// `ctx.waiting(now)`: checks that the deadline is later than every
-    /// deadline already handled.
+    /// What a driver does before a wait: `ctx.handle_timeout(now)`, then
+    /// `ctx.poll_timeout()`; checks that the deadline is later than every
+    /// deadline already handled, and that asking for it changes nothing.
     fn waiting(&mut self, ctx: &mut WebSocketContext) -> Option<Instant> {
         self.waiting_for(ctx, false)
     }
@@ -952,7 +952,9 @@ impl VirtualTime {
     /// model once the message is known.
     fn waiting_for(&mut self, ctx: &mut WebSocketContext, throttled: bool) -> Option<Instant> {
         let now = self.now;
-        let deadline = ctx.waiting(now);
+        ctx.handle_timeout(now);
+        let deadline = ctx.poll_timeout();
+        assert_eq!(ctx.poll_timeout(), deadline, "poll_timeout is a pure query");
         self.tell(now);
         let passed = throttled && deadline.is_some_and(|d| d <= now);
         if let (Some(deadline), Some(settled), false) = (deadline, self.settled, passed) {
@@ -1680,8 +1682,8 @@ mod tests {
         );
     }
 
-    /// lockgate panics past 65,535 distinct limits in a process: the knobs
-    /// must make far fewer, however long a fuzzing process runs.
+    /// The knobs make few distinct limits (see [`MESSAGE_RATES`]; lockgate
+    /// once panicked past 65,535 in a process).
     #[test]
     fn the_knobs_make_few_distinct_limits() {
         let mut limits = HashSet::new();
@@ -1753,7 +1755,7 @@ mod tests {
         let config = Config::default().ping_interval(None).rate_limit(limit);
         for last in [frame(OpCode::Ping, b""), frame(OpCode::Text, b"")] {
             let mut ctx = WebSocketContext::new(Role::Server, config);
-            let _ = ctx.waiting(t0);
+            ctx.handle_timeout(t0);
             // 900 bytes of debt, repaid at 9 s; then 1 message, 0 bytes.
             ctx.feed(&frame(OpCode::Binary, &[0; 1000]));
             ctx.feed(&last);
@@ -1767,7 +1769,8 @@ mod tests {
             };
             assert!(matches!(read(&mut ctx), Next::Message(Message::Binary(_))));
             assert_eq!(read(&mut ctx), Next::Wait);
-            let deadline = ctx.waiting(t0).expect("throttled");
+            ctx.handle_timeout(t0);
+            let deadline = ctx.poll_timeout().expect("throttled");
             // Handed over at 1 s...
             ctx.handle_timeout(t0 + Duration::from_secs(1));
             assert!(matches!(read(&mut ctx), Next::Message(_)));

@@ -207,7 +207,7 @@ impl ClientOptions {
         request: impl IntoClientRequest,
         now: Instant,
     ) -> Result<HandshakeDriver<ClientUpgrade>> {
-        let handshake = ClientUpgrade::with_deflate(request, self.config.deflate)?
+        let handshake = ClientUpgrade::with_deflate(request, self.config.get_deflate().copied())?
             .handshake_limits(self.limits);
         Ok(HandshakeDriver::client(handshake, self.config, now))
     }

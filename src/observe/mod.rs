@@ -51,7 +51,7 @@
 //! when a read returns the last complete message of what was received,
 //! when the received bytes hold no further complete frame (the driver
 //! reads next), when the driver is about to wait
-//! (`WebSocketContext::waiting`), when a flush completes, and when the
+//! (`WebSocketContext::handle_timeout`), when a flush completes, and when the
 //! connection ends or is dropped. Once traffic stops the counts are
 //! exact: nothing is left behind after a read returns with no more
 //! received bytes buffered, after a flush, or at the close. (A message is

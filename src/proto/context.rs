@@ -6,7 +6,7 @@ use bytes::buf::Limit;
 use bytes::{Bytes, BytesMut};
 
 use crate::codec::FrameCodec;
-use crate::config::{Config, Role};
+use crate::config::{Config, Role, Settings};
 use crate::deflate::DeflateParams;
 use crate::error::Result;
 use crate::error::{Error, ProtocolError};
@@ -16,7 +16,6 @@ use crate::proto::assembler::Fragments;
 use crate::proto::compression::{self, Compression};
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};
-use crate::proto::lifecycle::Cause;
 use crate::proto::linger::Ending;
 use crate::proto::rate_limit::RateLimiter;
 use crate::proto::state::State;
@@ -62,11 +61,20 @@ pub(super) const MAX_CONTROL_PAYLOAD: usize = 125;
 /// - [`next_message`](Self::next_message): parse a message from the
 ///   received bytes without driving any output (for tests and tools).
 ///
-/// **Timers** (time is passed in)
-/// - [`waiting`](Self::waiting): the driver is about to wait; the deadline
-///   to wait until (keepalive ping, keepalive timeout, close timeout,
-///   the end of a rate limit's throttle: [`Config::rate_limit`]).
-/// - [`handle_timeout`](Self::handle_timeout): that deadline passed.
+/// **Timers** (time is passed in; the context never reads a clock)
+/// - [`handle_timeout`](Self::handle_timeout): time is `now`, do what is
+///   due. Called before each wait and when the deadline passed: it sends
+///   the keepalive ping or fails a timed-out connection, and does the
+///   housekeeping of a wait (gives back drained buffers, hands counts to
+///   `metrics`, arms the deadlines of the state the connection is in,
+///   moves a rate limit's clock).
+/// - [`poll_timeout`](Self::poll_timeout): the deadline to wait until
+///   (keepalive ping, keepalive timeout, close timeout, the end of a rate
+///   limit's throttle: [`Config::rate_limit`]); a pure query.
+///
+/// A driver's wait is `ctx.handle_timeout(now)`, then
+/// `ctx.poll_timeout()`, then waiting for the stream no later than that;
+/// if the deadline it saw before had passed, it polls again instead.
 ///
 /// ```
 /// use lockgate::{Buf, Config, Message, Next, Operation, Role, WebSocketContext};
@@ -88,7 +96,9 @@ pub(super) const MAX_CONTROL_PAYLOAD: usize = 125;
 #[derive(Debug)]
 pub struct WebSocketContext {
     pub(super) role: Role,
-    pub(super) config: Config,
+    /// The configuration, but for its rate limit (which the limiter
+    /// keeps, in `negotiated`).
+    pub(super) settings: Settings,
     pub(super) codec: FrameCodec,
     pub(super) state: State,
     /// Boxed: fragmented messages are rare, and idle connections many.
@@ -200,8 +210,11 @@ impl WebSocketContext {
     pub fn with_deflate(role: Role, config: Config, deflate: Option<DeflateParams>) -> Self {
         let compression = compression::negotiated(role, deflate.as_ref(), config.get_deflate());
         let deflate = deflate.filter(|_| compression.is_some());
-        let negotiated = RateLimiter::attach(Negotiated::compressing(compression), &config);
-        let mut context = Self::idle(role, config, deflate, negotiated);
+        let negotiated = RateLimiter::attach(
+            Negotiated::compressing(compression),
+            config.get_rate_limit(),
+        );
+        let mut context = Self::idle(role, config.settings(), deflate, negotiated);
         context.observe_opening();
         context
     }
@@ -224,13 +237,13 @@ impl WebSocketContext {
     /// Every context starts here.
     pub(super) fn idle(
         role: Role,
-        config: Config,
+        settings: Settings,
         deflate: Option<DeflateParams>,
         negotiated: Option<Box<Negotiated>>,
     ) -> Self {
         Self {
             role,
-            config,
+            settings,
             codec: FrameCodec::default(),
             state: State::Active,
             fragments: None,
@@ -309,16 +322,17 @@ impl WebSocketContext {
         self.role
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
+    /// The configuration, rebuilt from what the connection keeps of it
+    /// (its settings, and the rate limit its limiter holds).
+    pub fn config(&self) -> Config {
+        Config::from_parts(self.settings, self.rate_limit())
     }
 
     /// Replaces the configuration; limits apply from the next frame (a
     /// changed rate limit starts with full buckets).
     pub fn set_config(&mut self, config: Config) {
-        self.config = config;
-        self.apply_rate_limit();
+        self.settings = config.settings();
+        self.apply_rate_limit(config.get_rate_limit());
     }
 
     // ----- inputs -----
@@ -326,7 +340,7 @@ impl WebSocketContext {
     /// Zeroed space to read socket bytes into. Always follow it with
     /// [`commit_input`](Self::commit_input), with 0 if the read failed.
     pub fn input_spare(&mut self) -> &mut [u8] {
-        self.codec.input.spare(self.config.get_read_buffer_size())
+        self.codec.input.spare(self.settings.get_read_buffer_size())
     }
 
     /// Keeps `n` bytes read into [`input_spare`](Self::input_spare).
@@ -348,7 +362,7 @@ impl WebSocketContext {
     pub fn input_buffer(&mut self) -> Limit<&mut BytesMut> {
         self.codec
             .input
-            .for_read(self.config.get_read_buffer_size())
+            .for_read(self.settings.get_read_buffer_size())
     }
 
     /// `n` bytes were appended to [`input_buffer`](Self::input_buffer).
@@ -380,7 +394,7 @@ impl WebSocketContext {
             return;
         }
         let state = self.state;
-        self.set_state(State::Terminated, Cause::StreamEnded);
+        self.stream_ended();
         self.pending_pong = None;
         self.pending_ping = false;
         let error = match state {

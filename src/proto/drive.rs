@@ -10,7 +10,6 @@ use bytes::Buf;
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::proto::context::WebSocketContext;
-use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
 
 /// The operation a driver is running for its caller; see
@@ -42,17 +41,21 @@ pub enum Operation {
 /// |---|---|---|
 /// | `Transmit` | write [`output`](WebSocketContext::output) to the stream (one write, vectored if it can) | `Buf::advance` on the output |
 /// | `Flush` | flush the stream | [`flushed`](WebSocketContext::flushed) |
-/// | `Receive` | if [`deadline_bounds_every_read`](WebSocketContext::deadline_bounds_every_read) and the deadline of [`waiting`](WebSocketContext::waiting) passed, [`handle_timeout`](WebSocketContext::handle_timeout) instead; else read from the stream into [`input_buffer`](WebSocketContext::input_buffer) or [`input_spare`](WebSocketContext::input_spare) | [`input_appended`](WebSocketContext::input_appended) / [`commit_input`](WebSocketContext::commit_input), or [`input_ended`](WebSocketContext::input_ended) on end of stream |
+/// | `Receive` | if [`deadline_bounds_every_read`](WebSocketContext::deadline_bounds_every_read) and the deadline ([`poll_timeout`](WebSocketContext::poll_timeout)) passed, [`handle_timeout`](WebSocketContext::handle_timeout) instead; else read from the stream into [`input_buffer`](WebSocketContext::input_buffer) or [`input_spare`](WebSocketContext::input_spare) | [`input_appended`](WebSocketContext::input_appended) / [`commit_input`](WebSocketContext::commit_input), or [`input_ended`](WebSocketContext::input_ended) on end of stream |
 /// | `Shutdown` | shut down the stream's write side (no-op if it has none) | [`shut_down`](WebSocketContext::shut_down) |
-/// | `Discard` | unless the deadline of [`waiting`](WebSocketContext::waiting) passed, read as for `Receive` (no later than that deadline) | as for `Receive`; if it passed, [`handle_timeout`](WebSocketContext::handle_timeout) instead of reading |
-/// | `Wait` | read nothing; wait until the deadline of [`waiting`](WebSocketContext::waiting) | [`handle_timeout`](WebSocketContext::handle_timeout) |
+/// | `Discard` | unless the deadline ([`poll_timeout`](WebSocketContext::poll_timeout)) passed, read as for `Receive` (no later than that deadline) | as for `Receive`; if it passed, [`handle_timeout`](WebSocketContext::handle_timeout) instead of reading |
+/// | `Wait` | read nothing; wait until the deadline ([`poll_timeout`](WebSocketContext::poll_timeout)) | [`handle_timeout`](WebSocketContext::handle_timeout) |
 /// | `Message` | return it | - |
 /// | `Done` | return | - |
 ///
 /// When the stream cannot take output now, call
 /// [`write_would_block`](WebSocketContext::write_would_block); when it has
-/// no input, wait for it, no later than the deadline of
-/// [`waiting`](WebSocketContext::waiting). An I/O error goes through
+/// no input, wait for it, no later than the deadline: before each wait,
+/// tell the context the time with
+/// [`handle_timeout`](WebSocketContext::handle_timeout), then ask
+/// [`poll_timeout`](WebSocketContext::poll_timeout). If the deadline the
+/// driver last saw had passed, what it meant has now happened: poll again
+/// instead of waiting. An I/O error goes through
 /// [`io_error`](WebSocketContext::io_error).
 #[must_use = "the driver must act on the answer and ask again"]
 #[derive(Debug, PartialEq)]
@@ -71,14 +74,15 @@ pub enum Next {
     /// frame went out and the write side was shut down: a lingering close.
     /// Read from the stream and report what arrived as for
     /// [`Receive`](Self::Receive); the context throws it away. The read
-    /// reports the failure once the peer's FIN arrives or the deadline of
-    /// [`waiting`](WebSocketContext::waiting) (the close timeout) passes,
+    /// reports the failure once the peer's FIN arrives or the deadline
+    /// ([`poll_timeout`](WebSocketContext::poll_timeout), the close
+    /// timeout) passes,
     /// so that input still arriving never makes the kernel answer with a
     /// reset, which would discard the close frame before the peer read it.
     ///
     /// Check the deadline before **every** read, not only when the stream
-    /// has nothing to read: call [`waiting`](WebSocketContext::waiting)
-    /// with the time, and if its deadline passed, call
+    /// has nothing to read: if the deadline
+    /// ([`poll_timeout`](WebSocketContext::poll_timeout)) passed, call
     /// [`handle_timeout`](WebSocketContext::handle_timeout) and poll again
     /// instead of reading (a peer that never stops sending must not hold
     /// the read past it). A driver that cannot wait for input within the
@@ -90,9 +94,10 @@ pub enum Next {
     Message(Message),
     /// [`Operation::Read`] must not read now: a rate limit
     /// ([`Config::rate_limit`](crate::Config::rate_limit)) holds the next
-    /// message back. Wait, without reading, until the deadline of
-    /// [`waiting`](WebSocketContext::waiting) (always `Some` here; it may
-    /// already have passed), then call
+    /// message back. Wait, without reading, until the deadline
+    /// ([`poll_timeout`](WebSocketContext::poll_timeout), after
+    /// [`handle_timeout`](WebSocketContext::handle_timeout) with the time;
+    /// always `Some` here, and it may already have passed), then call
     /// [`handle_timeout`](WebSocketContext::handle_timeout) and poll
     /// again. Never answered without a rate limit.
     Wait,
@@ -151,8 +156,8 @@ impl WebSocketContext {
         !read_on
     }
 
-    /// Whether a [`Next::Receive`] must check the deadline of
-    /// [`waiting`](Self::waiting) before it reads, not only when the read
+    /// Whether a [`Next::Receive`] must check the deadline
+    /// ([`poll_timeout`](Self::poll_timeout)) before it reads, not only when the read
     /// would wait: once our close frame is out, a peer that never stops
     /// sending must not hold reads past the close timeout (each read finds
     /// data, so none would ever wait). If the deadline passed, call
@@ -275,7 +280,7 @@ impl WebSocketContext {
 
     fn should_write_out(&self) -> bool {
         !self.codec.output.is_empty()
-            && self.codec.output.len() >= self.config.get_write_buffer_size()
+            && self.codec.output.len() >= self.settings.get_write_buffer_size()
     }
 
     /// The connection failed (a deadline passed): `read` reports `error`
@@ -286,7 +291,7 @@ impl WebSocketContext {
         }
         let error = self.fail(error);
         self.delivered = Some(Box::new(Err(error)));
-        self.set_state(State::Terminated, Cause::Deadline);
+        self.timed_out();
     }
 }
 

@@ -1,6 +1,16 @@
-//! A connection's lifecycle, owned in one place: every change of
-//! [`State`] goes through [`WebSocketContext::set_state`], which checks
-//! that the transition is legal, traces it and counts it. And the hooks
+//! A connection's lifecycle, owned in one place: the rest of the context
+//! reports what happened, one method per event
+//! ([`close_sent`](WebSocketContext::close_sent),
+//! [`close_received`](WebSocketContext::close_received),
+//! [`close_frame_queued`](WebSocketContext::close_frame_queued),
+//! [`peer_closing`](WebSocketContext::peer_closing),
+//! [`completed`](WebSocketContext::completed),
+//! [`failed`](WebSocketContext::failed),
+//! [`timed_out`](WebSocketContext::timed_out),
+//! [`stream_ended`](WebSocketContext::stream_ended)), and the lifecycle
+//! decides the next [`State`] itself, refuses an event the state does not
+//! allow with an error ([`Refused`]), and traces and counts each
+//! transition in one place. No caller names the state to go to. And the hooks
 //! through which the rest of the context reports to metrics and tracing
 //! (features `metrics` and `tracing`, see [`crate::observe`]): each is an
 //! empty inline function without them, so a build without the features
@@ -9,9 +19,7 @@
 #[cfg(feature = "tracing")]
 use std::net::SocketAddr;
 
-#[cfg(feature = "tracing")]
-use crate::error::Error;
-use crate::error::TimeoutKind;
+use crate::error::{Error, ProtocolError, TimeoutKind};
 use crate::frame::CloseCode;
 #[cfg(any(feature = "metrics", feature = "tracing"))]
 use crate::observe::{self, By};
@@ -88,30 +96,101 @@ impl Cause {
     }
 }
 
-/// Whether a connection may go from `from` to `to` (see the diagram on
-/// [`State`]). Ending again is allowed: a failure reported after the
-/// stream ended, say.
-fn legal(from: State, to: State) -> bool {
-    matches!(
-        (from, to),
-        (_, State::Terminated)
-            | (State::Active, State::ClosedByUs | State::ClosedByPeer)
-            | (
-                State::ClosedByUs | State::ClosedByPeer,
-                State::CloseAcknowledged
-            )
-    )
+/// An event the connection's state does not allow (see the diagram on
+/// [`State`]): refused, and the state left as it was.
+#[derive(Debug, Clone, Copy)]
+#[must_use = "a refused event is an error to report"]
+pub(crate) struct Refused {
+    event: Cause,
+}
+
+impl From<Refused> for Error {
+    fn from(refused: Refused) -> Self {
+        match refused.event {
+            Cause::CloseReceived(_) => ProtocolError::ReceivedAfterClosing.into(),
+            _ => ProtocolError::SendAfterClosing.into(),
+        }
+    }
 }
 
 impl WebSocketContext {
-    /// The one place `state` changes.
+    /// We queued our close frame, with `code` or none: the closing
+    /// handshake begins. Refused once it has begun or the connection
+    /// ended (RFC 6455 section 5.5.1: one close frame per side).
+    pub(super) fn close_sent(&mut self, code: Option<CloseCode>) -> Result<(), Refused> {
+        let event = Cause::CloseSent(code);
+        match self.state {
+            State::Active => {
+                self.go(State::ClosedByUs, event);
+                Ok(())
+            }
+            _ => Err(Refused { event }),
+        }
+    }
+
+    /// The peer's close frame arrived, with `code` or none. Whether our
+    /// reply is owed (we had not sent a close frame of our own). Refused
+    /// where frames are no longer received.
+    pub(super) fn close_received(&mut self, code: Option<CloseCode>) -> Result<bool, Refused> {
+        let event = Cause::CloseReceived(code);
+        match self.state {
+            State::Active => {
+                self.go(State::ClosedByPeer, event);
+                Ok(true)
+            }
+            State::ClosedByUs => {
+                self.go(State::CloseAcknowledged, event);
+                Ok(false)
+            }
+            _ => Err(Refused { event }),
+        }
+    }
+
+    /// A close frame went into the out buffer: our reply to the peer's
+    /// acknowledges the close; the close frame of a failure changes
+    /// nothing (the connection already ended).
+    pub(super) fn close_frame_queued(&mut self) {
+        if self.state == State::ClosedByPeer {
+            self.go(State::CloseAcknowledged, Cause::ReplyQueued);
+        }
+    }
+
+    /// The other half of a split connection received the peer's close:
+    /// this (sending) half sends nothing more but the reply. Nothing
+    /// changes once our own close went out.
+    pub(super) fn peer_closing(&mut self) {
+        if self.state == State::Active {
+            self.go(State::ClosedByPeer, Cause::CloseReceived(None));
+        }
+    }
+
+    /// The closing handshake is complete and our output drained (or, for
+    /// a split sending half, the connection ended).
+    pub(super) fn completed(&mut self) {
+        self.go(State::Terminated, Cause::Completed);
+    }
+
+    /// The connection failed; our close frame (if we could still send
+    /// one) carries `code`.
+    pub(super) fn failed(&mut self, code: CloseCode) {
+        self.go(State::Terminated, Cause::Failed(code));
+    }
+
+    /// A deadline passed and ended the connection.
+    pub(super) fn timed_out(&mut self) {
+        self.go(State::Terminated, Cause::Deadline);
+    }
+
+    /// The stream ended.
+    pub(super) fn stream_ended(&mut self) {
+        self.go(State::Terminated, Cause::StreamEnded);
+    }
+
+    /// The one place `state` changes, for the event methods above, which
+    /// chose `to`. Ending again is allowed (a failure reported after the
+    /// stream ended, say) and not observed twice.
     #[inline]
-    pub(super) fn set_state(&mut self, to: State, cause: Cause) {
-        debug_assert!(
-            legal(self.state, to),
-            "{:?} -> {to:?} ({cause:?})",
-            self.state
-        );
+    fn go(&mut self, to: State, cause: Cause) {
         #[cfg(any(feature = "metrics", feature = "tracing"))]
         if self.state != to && !self.quiet {
             self.observe_transition(to, cause);
@@ -260,7 +339,7 @@ impl WebSocketContext {
 impl Drop for WebSocketContext {
     fn drop(&mut self) {
         if self.state != State::Terminated && !self.quiet {
-            self.set_state(State::Terminated, Cause::Dropped);
+            self.go(State::Terminated, Cause::Dropped);
         }
         #[cfg(feature = "metrics")]
         self.counters.flush();

@@ -159,6 +159,7 @@ mod tests {
     use crate::frame::OpCode;
     use crate::proto::context::WebSocketContext;
     use crate::proto::drive::{Next, Operation};
+    use crate::proto::test_frames::WaitAt;
     use crate::proto::test_frames::{client_frame, parse_frames};
     use crate::{RateLimit, RatePolicy};
 
@@ -222,8 +223,10 @@ mod tests {
                 }
                 Ok(Next::Discard) => {
                     shut_down_first |= shut_down && discard_reads == 0;
-                    if ctx.waiting(now).is_some_and(|deadline| deadline <= now) {
-                        ctx.handle_timeout(now);
+                    // As a driver does: a deadline that had passed is
+                    // handled, then the context polled again.
+                    let passed = ctx.poll_timeout().is_some_and(|deadline| deadline <= now);
+                    if ctx.wait_at(now).is_some_and(|deadline| deadline <= now) || passed {
                         continue;
                     }
                     if fin_after == Some(discard_reads) {
@@ -283,7 +286,7 @@ mod tests {
             ctx.poll(Operation::Read),
             Err(Error::AlreadyClosed)
         ));
-        assert_eq!(ctx.waiting(t0 + 2 * SECOND), None);
+        assert_eq!(ctx.wait_at(t0 + 2 * SECOND), None);
     }
 
     #[test]
@@ -316,7 +319,7 @@ mod tests {
             .close_timeout(Some(SECOND))
             .rate_limit(limit);
         let mut ctx = WebSocketContext::new(Role::Server, config);
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         ctx.feed(&client_frame(OpCode::Ping, b"1").repeat(2));
         assert!(matches!(ctx.poll(Operation::Read), Ok(Next::Transmit)));
         let mut out = ctx.output();
@@ -342,7 +345,7 @@ mod tests {
         ctx.close(None).unwrap();
         let _ = read_to_the_end_of_output(&mut ctx);
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Receive);
-        assert_eq!(ctx.waiting(t0), Some(t0 + SECOND));
+        assert_eq!(ctx.wait_at(t0), Some(t0 + SECOND));
         // 400 ms later the peer breaks the protocol.
         ctx.feed(&[0x83, 0x80, 0, 0, 0, 0]);
         let linger = read_to_the_end(&mut ctx, t0 + 400 * MS, 100, None);
@@ -417,10 +420,10 @@ mod tests {
             .ping_timeout(Some(SECOND));
         let mut ctx = WebSocketContext::new(Role::Server, config);
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Receive);
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         ctx.handle_timeout(t0 + SECOND);
         let _ = read_to_the_end_of_output(&mut ctx);
-        let _ = ctx.waiting(t0 + SECOND);
+        let _ = ctx.wait_at(t0 + SECOND);
         ctx.handle_timeout(t0 + 2 * SECOND);
         let linger = read_to_the_end(&mut ctx, t0 + 2 * SECOND, 100, None);
         assert!(

@@ -22,5 +22,4 @@ pub use context::WebSocketContext;
 pub use drive::{Next, Operation, Output};
 #[allow(unused_imports, reason = "for the rate limits to report through")]
 pub(crate) use lifecycle::RateLimitAction;
-pub(crate) use rate_limit::RateLimitId;
 pub use rate_limit::{RateLimit, RatePolicy};

@@ -19,7 +19,7 @@
 //!   message that does not fit is held (that one only: what follows stays
 //!   unparsed in the receive buffer), the context stops asking for input
 //!   ([`Next::Wait`] where it would answer [`Next::Receive`]) and its
-//!   deadline ([`waiting`](WebSocketContext::waiting)) is the instant the
+//!   deadline ([`poll_timeout`](WebSocketContext::poll_timeout)) is the instant the
 //!   message fits. The driver reads nothing meanwhile, so the socket's
 //!   receive buffer fills and TCP's flow control pushes back on the peer.
 //!   Owed pongs and close replies still go out.
@@ -38,11 +38,10 @@
 //!   keepalive pings either; everything else about deadlines is unchanged
 //!   (the close timeout still bounds a closing handshake).
 //! - **Time.** Messages are charged at the latest instant a driver passed
-//!   in ([`waiting`](WebSocketContext::waiting),
-//!   [`handle_timeout`](WebSocketContext::handle_timeout)), never later
+//!   in ([`handle_timeout`](WebSocketContext::handle_timeout)), never later
 //!   than the real time, so a stale clock only makes a limit stricter.
 //!   When a bucket looks empty the context answers [`Next::Wait`]; the
-//!   driver's `waiting(now)` brings the clock up to date and, if the
+//!   driver's `handle_timeout(now)` brings the clock up to date and, if the
 //!   message fits by then, the deadline has already passed and the read
 //!   goes on at once. No clock is read per message.
 //!
@@ -59,22 +58,19 @@
 //!
 //! # Cost
 //!
-//! A connection without a limit holds nothing for it: [`Config`] keeps the
-//! limit as a two-byte index ([`RateLimitId`], in what was padding) into
-//! the process's table of distinct limits, and the context keeps its
-//! buckets behind the pointer it already has for rare state
-//! (`negotiated`), so reading a message costs one test of that pointer.
+//! A connection without a limit holds nothing for it: [`Config`] holds the
+//! limit by value, but the context keeps only the rest of the
+//! configuration, and the limit with its buckets lives behind the pointer
+//! it already has for rare state (`negotiated`), so reading a message
+//! costs one test of that pointer. There is no process-wide state: each
+//! connection's limit is its own, freed with it.
 //! With a limit: one allocation per connection, O(1) integer arithmetic
 //! per message, none on the heap.
 //!
 //! [`Config`]: crate::Config
 
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::{LazyLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
 use crate::error::{CapacityError, Error, Result};
 use crate::message::Message;
 use crate::proto::context::{Negotiated, WebSocketContext};
@@ -294,75 +290,6 @@ impl RateLimit {
     }
 }
 
-// ----- how `Config` stores a limit -----
-
-/// A [`RateLimit`] as [`Config`](crate::Config) stores it: an index into
-/// the process's table of the distinct limits in use, 0 for none. Two
-/// bytes, which fit in what was padding in `Config`, where a `RateLimit`
-/// (40 bytes) would grow every connection's copy of it. The table only
-/// grows by distinct values (equal limits share an entry, so equal
-/// configurations stay equal), up to 65,535 of them.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct RateLimitId(u16);
-
-#[derive(Default)]
-struct Table {
-    limits: Vec<RateLimit>,
-    ids: HashMap<RateLimit, u16>,
-}
-
-static TABLE: LazyLock<RwLock<Table>> = LazyLock::new(RwLock::default);
-
-impl RateLimitId {
-    /// No limit.
-    pub(crate) const NONE: Self = Self(0);
-
-    /// The id of `limit`, entered in the table if it is new.
-    ///
-    /// # Panics
-    ///
-    /// If the process already uses 65,535 other distinct limits.
-    pub(crate) fn of(limit: Option<RateLimit>) -> Self {
-        let Some(limit) = limit else {
-            return Self::NONE;
-        };
-        if let Some(&id) = TABLE
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .ids
-            .get(&limit)
-        {
-            return Self(id);
-        }
-        let mut table = TABLE.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&id) = table.ids.get(&limit) {
-            return Self(id);
-        }
-        let id = u16::try_from(table.limits.len() + 1)
-            .expect("at most 65,535 distinct rate limits in one process");
-        table.limits.push(limit);
-        table.ids.insert(limit, id);
-        Self(id)
-    }
-
-    /// The limit, if any. Looked up in the table (a shared lock): done
-    /// when a connection is set up, never per message.
-    #[inline]
-    pub(crate) fn get(self) -> Option<RateLimit> {
-        if self == Self::NONE {
-            return None;
-        }
-        let table = TABLE.read().unwrap_or_else(PoisonError::into_inner);
-        Some(table.limits[usize::from(self.0) - 1])
-    }
-}
-
-impl fmt::Debug for RateLimitId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.get().fmt(f)
-    }
-}
-
 // ----- the buckets -----
 
 const NANOS_PER_SECOND: u128 = 1_000_000_000;
@@ -459,13 +386,13 @@ pub(super) struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// A new connection's rare state, with a limiter if `config` sets a
-    /// limit (looked up once, here).
+    /// A new connection's rare state, with a limiter if there is a
+    /// `limit`.
     pub(super) fn attach(
         negotiated: Option<Box<Negotiated>>,
-        config: &Config,
+        limit: Option<RateLimit>,
     ) -> Option<Box<Negotiated>> {
-        let Some(limit) = config.get_rate_limit() else {
+        let Some(limit) = limit else {
             return negotiated;
         };
         let mut negotiated = negotiated.unwrap_or_default();
@@ -590,19 +517,23 @@ impl WebSocketContext {
         self.negotiated.as_deref_mut()?.rate.as_deref_mut()
     }
 
-    /// Sets up, changes or removes the limiter to match the configuration
-    /// (at creation and on `set_config`). A changed limit starts with full
-    /// buckets; a message held back is kept (and handed over next, if the
-    /// limit is gone).
-    pub(super) fn apply_rate_limit(&mut self) {
-        let limit = self.config.get_rate_limit();
-        if limit == self.rate_limiter().map(|limiter| limiter.limit) {
+    /// The rate limit in force, which its limiter keeps (the context keeps
+    /// no copy: a connection without one holds nothing for it).
+    pub(super) fn rate_limit(&self) -> Option<RateLimit> {
+        self.rate_limiter().map(|limiter| limiter.limit)
+    }
+
+    /// Sets up, changes or removes the limiter to match `limit` (on
+    /// `set_config`). A changed limit starts with full buckets; a message
+    /// held back is kept (and handed over next, if the limit is gone).
+    pub(super) fn apply_rate_limit(&mut self, limit: Option<RateLimit>) {
+        if limit == self.rate_limit() {
             return;
         }
         match (limit, self.rate_limiter_mut()) {
             (Some(limit), Some(limiter)) => limiter.fill(limit),
             (Some(_), None) => {
-                self.negotiated = RateLimiter::attach(self.negotiated.take(), &self.config);
+                self.negotiated = RateLimiter::attach(self.negotiated.take(), limit);
             }
             (None, _) => {
                 let limiter = self.negotiated.as_mut().and_then(|n| n.rate.take());
@@ -716,26 +647,15 @@ impl WebSocketContext {
     }
 
     /// The connection's next deadline: `deadline`, or sooner the instant a
-    /// held message fits.
+    /// held message fits (as of the clock the limiter was last told).
     #[inline]
-    pub(super) fn with_throttle_deadline(
-        &mut self,
-        now: Instant,
-        deadline: Option<Instant>,
-    ) -> Option<Instant> {
-        let live = self.state != State::Terminated;
-        let Some(limiter) = self.rate_limiter_mut() else {
+    pub(super) fn with_throttle_deadline(&self, deadline: Option<Instant>) -> Option<Instant> {
+        if self.state == State::Terminated {
             return deadline;
-        };
-        limiter.observe(now);
-        match limiter.until() {
-            Some(until) if live => {
-                // Waiting without reading: the peer's silence meanwhile is
-                // ours (and arming keepalive just now forgot the hold).
-                self.timer.heard = true;
-                Some(deadline.map_or(until, |d| d.min(until)))
-            }
-            _ => deadline,
+        }
+        match self.rate_limiter().and_then(RateLimiter::until) {
+            Some(until) => Some(deadline.map_or(until, |d| d.min(until))),
+            None => deadline,
         }
     }
 }
@@ -744,10 +664,10 @@ impl WebSocketContext {
 mod tests {
     use bytes::{Buf, Bytes};
 
-    use crate::proto::test_frames::{client_frame, parse_frames};
+    use crate::proto::test_frames::{WaitAt, client_frame, parse_frames};
 
     use super::*;
-    use crate::config::Role;
+    use crate::config::{Config, Role};
     use crate::error::TimeoutKind;
     use crate::frame::{CloseCode, OpCode};
     use crate::proto::drive::{Next, Operation};
@@ -856,7 +776,7 @@ mod tests {
                         peer.fed = sent;
                         continue;
                     }
-                    let deadline = ctx.waiting(now);
+                    let deadline = ctx.wait_at(now);
                     let Some(next) = [deadline, peer.next_send()].into_iter().flatten().min()
                     else {
                         break;
@@ -869,7 +789,7 @@ mod tests {
                 }
                 Ok(Next::Wait) => {
                     seen.waits += 1;
-                    let deadline = ctx.waiting(now).expect("a throttle has a deadline");
+                    let deadline = ctx.wait_at(now).expect("a throttle has a deadline");
                     if deadline > end {
                         break;
                     }
@@ -982,7 +902,7 @@ mod tests {
         let mut ctx = server(Config::default().rate_limit(limit));
         ctx.feed(&client_frame(OpCode::Binary, &[0; 5000]));
         ctx.feed(&client_frame(OpCode::Binary, &[0; 100]));
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         let mut peer = Peer::silent(t0);
         let seen = run(&mut ctx, &mut peer, t0, t0 + 10 * SECOND);
         let times = seen.times(t0);
@@ -1071,7 +991,7 @@ mod tests {
         ctx.feed(&client_frame(OpCode::Ping, b"a"));
         ctx.feed(&client_frame(OpCode::Ping, b"b"));
         ctx.feed(&client_frame(OpCode::Close, &1000u16.to_be_bytes()));
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         let mut peer = Peer::silent(t0);
         let seen = run(&mut ctx, &mut peer, t0, t0 + 5 * SECOND);
         let delivered: Vec<(Duration, Message)> = seen
@@ -1105,7 +1025,7 @@ mod tests {
             .with_bytes_per_second(100)
             .byte_burst(100);
         let mut ctx = server(Config::default().ping_interval(None).rate_limit(limit));
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         // 900 bytes of debt, repaid at 9 s; then a ping, which costs a
         // message (due at 1 s) and no bytes.
         ctx.feed(&client_frame(OpCode::Binary, &[0; 1000]));
@@ -1122,7 +1042,7 @@ mod tests {
         let t0 = Instant::now();
         let limit = RateLimit::messages_per_second(1).message_burst(1);
         let mut ctx = server(Config::default().rate_limit(limit));
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         for text in ["1", "2", "3"] {
             ctx.feed(&client_frame(OpCode::Text, text.as_bytes()));
         }
@@ -1138,7 +1058,8 @@ mod tests {
     #[test]
     fn without_a_limit_nothing_changes() {
         assert_eq!(Config::default().get_rate_limit(), None);
-        assert_eq!(std::mem::size_of::<Config>(), 64, "no bigger for the limit");
+        // The configuration holds the limit by value; the context keeps
+        // none of it (its idle size is pinned in `context.rs`).
         let t0 = Instant::now();
         let mut ctx = WebSocketContext::new(Role::Server, Config::default());
         assert!(ctx.negotiated.is_none(), "no state for a limit");
@@ -1154,7 +1075,7 @@ mod tests {
                 .all(|(at, _)| *at - t0 < 10 * SECOND + MS)
         );
         assert_eq!(
-            ctx.waiting(t0 + 10 * SECOND),
+            ctx.wait_at(t0 + 10 * SECOND),
             Some(t0 + 20 * SECOND),
             "the keepalive deadline, as before"
         );
@@ -1165,13 +1086,13 @@ mod tests {
         let t0 = Instant::now();
         let limited = Config::default().rate_limit(RateLimit::messages_per_second(1));
         let mut ctx = server(limited);
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         for payload in [b"1", b"2"] {
             ctx.feed(&client_frame(OpCode::Binary, payload));
         }
         assert!(matches!(ctx.poll(Operation::Read), Ok(Next::Message(_))));
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Wait);
-        assert_eq!(ctx.waiting(t0), Some(t0 + SECOND));
+        assert_eq!(ctx.wait_at(t0), Some(t0 + SECOND));
         // The same limit again changes nothing.
         ctx.set_config(limited);
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Wait);
@@ -1181,7 +1102,23 @@ mod tests {
             Next::Message(Message::Binary(Bytes::from_static(b"2")))
         );
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Receive);
-        assert_eq!(ctx.waiting(t0), None);
+        assert_eq!(ctx.wait_at(t0), None);
+    }
+
+    #[test]
+    fn any_number_of_distinct_limits_is_fine() {
+        // Limits once went through a process-wide table of at most 65,535
+        // entries: a server setting per-user limits could panic. Each
+        // configuration and connection now holds its own.
+        for n in 1..=70_000u32 {
+            let limit = RateLimit::messages_per_second(n);
+            let config = Config::default().rate_limit(limit);
+            assert_eq!(config.get_rate_limit(), Some(limit));
+            if n % 10_000 == 0 {
+                let ctx = WebSocketContext::new(Role::Server, config);
+                assert_eq!(ctx.config(), config, "read back whole");
+            }
+        }
     }
 
     #[test]

@@ -3,14 +3,13 @@
 use bytes::{Bytes, BytesMut};
 
 use crate::codec::FrameCheck;
-use crate::config::{Config, Role};
+use crate::config::{Role, Settings};
 use crate::error::{CapacityError, Error, ProtocolError, Result};
 use crate::frame::{FrameHeader, OpCode};
 use crate::message::Message;
 use crate::proto::assembler::Fragments;
 use crate::proto::close_payload::parse_close;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
-use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
 use crate::proto::utf8_stream::Utf8Stream;
 use crate::utf8_bytes::Utf8Bytes;
@@ -28,10 +27,10 @@ impl WebSocketContext {
     /// its pong is consumed here (it still counts as hearing from the
     /// peer). The rules for telling the two apart are in `timers.rs`.
     ///
-    /// A rate limit ([`Config::rate_limit`]) does not apply here: it needs
-    /// the time, and applies to the reads [`poll`](Self::poll) drives. A
-    /// message such a read held back is handed over first, so the order
-    /// is kept.
+    /// A rate limit ([`Config::rate_limit`](crate::Config::rate_limit))
+    /// does not apply here: it needs the time, and applies to the reads
+    /// [`poll`](Self::poll) drives. A message such a read held back is
+    /// handed over first, so the order is kept.
     ///
     /// # Errors
     ///
@@ -56,7 +55,7 @@ impl WebSocketContext {
             State::ClosedByPeer | State::CloseAcknowledged => {
                 if self.pending_close.is_none() && self.codec.output.is_empty() && !self.flush_owed
                 {
-                    self.set_state(State::Terminated, Cause::Completed);
+                    self.completed();
                     return Err(Error::ConnectionClosed);
                 }
                 return Ok(None);
@@ -80,7 +79,7 @@ impl WebSocketContext {
                 self.pending_close = Some(Some(code));
             }
             self.pending_pong = None;
-            self.set_state(State::Terminated, Cause::Failed(code));
+            self.failed(code);
         }
         error
     }
@@ -90,7 +89,7 @@ impl WebSocketContext {
         loop {
             let mut check = HeaderAndText {
                 role: self.role,
-                config: &self.config,
+                settings: &self.settings,
                 negotiated,
                 fragments: &mut self.fragments,
                 text: &mut self.text,
@@ -109,11 +108,7 @@ impl WebSocketContext {
             } else if let (true, Some(fragments)) = (data, self.fragments.as_mut()) {
                 // Copied straight from the receive buffer into the message:
                 // no allocation per fragment.
-                fragments.push(
-                    frame.payload(),
-                    header.is_final,
-                    self.config.message_limit(),
-                );
+                fragments.push(frame.payload(), header.is_final, self.settings.message_limit());
                 frame.skip();
                 self.finish_fragment(header.is_final)?
             } else {
@@ -135,7 +130,7 @@ impl WebSocketContext {
     ) -> Result<Option<Message>> {
         let mut inflated = self.inflating.take().expect("a compressed message is open");
         let before = inflated.len();
-        let max = self.config.message_limit();
+        let max = self.settings.message_limit();
         let text = self.text.is_some();
         let compression = self.compression_mut().expect("negotiated");
         compression.inflate(&payload, header.is_final, &mut inflated, max, text)?;
@@ -190,14 +185,10 @@ impl WebSocketContext {
             OpCode::Close => {
                 let frame = parse_close(payload)?;
                 let code = frame.as_ref().map(|f| f.code);
-                match self.state {
-                    State::Active => {
-                        // Echo the code; a reply to a close without one is
-                        // empty too.
-                        self.pending_close = Some(code);
-                        self.set_state(State::ClosedByPeer, Cause::CloseReceived(code));
-                    }
-                    _ => self.set_state(State::CloseAcknowledged, Cause::CloseReceived(code)),
+                if self.close_received(code)? {
+                    // Echo the code; a reply to a close without one is
+                    // empty too.
+                    self.pending_close = Some(code);
                 }
                 Message::Close(frame)
             }
@@ -229,7 +220,7 @@ impl WebSocketContext {
 /// but the codec (which is decoding meanwhile).
 struct HeaderAndText<'a> {
     role: Role,
-    config: &'a Config,
+    settings: &'a Settings,
     /// permessage-deflate was negotiated.
     negotiated: bool,
     fragments: &'a mut Option<Box<Fragments>>,
@@ -257,7 +248,7 @@ impl FrameCheck for HeaderAndText<'_> {
         // that is not masked" / "a client MUST close a connection if it
         // detects a masked frame."
         match (self.role, header.mask) {
-            (Role::Server, None) if !self.config.accept_unmasked_frames => {
+            (Role::Server, None) if !self.settings.get_accept_unmasked_frames() => {
                 return Err(ProtocolError::UnmaskedFrameFromClient.into());
             }
             (Role::Client, Some(_)) => return Err(ProtocolError::MaskedFrameFromServer.into()),
@@ -281,7 +272,7 @@ impl FrameCheck for HeaderAndText<'_> {
             (OpCode::Continuation, Some(f)) => {
                 // Bytes are bounded by max_message_size; frames cost work
                 // too, and empty ones would let a message go on forever.
-                if let Some(max) = self.config.get_max_fragments() {
+                if let Some(max) = self.settings.get_max_fragments() {
                     if f.frames() >= max {
                         return Err(CapacityError::TooManyFragments { max }.into());
                     }
@@ -300,7 +291,7 @@ impl FrameCheck for HeaderAndText<'_> {
             }
             .into());
         }
-        if let Some(max) = self.config.get_max_frame_size() {
+        if let Some(max) = self.settings.get_max_frame_size() {
             if header.payload_len > max as u64 {
                 return Err(CapacityError::FrameTooLarge {
                     size: header.payload_len,
@@ -316,7 +307,7 @@ impl FrameCheck for HeaderAndText<'_> {
         };
         // A compressed message is limited by what it inflates to, checked
         // while inflating; its compressed frames by max_frame_size above.
-        if let (Some(max), false) = (self.config.get_max_message_size(), compressed) {
+        if let (Some(max), false) = (self.settings.get_max_message_size(), compressed) {
             let size = so_far.saturating_add(header.payload_len);
             if size > max as u64 {
                 return Err(CapacityError::MessageTooLong {

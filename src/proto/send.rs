@@ -11,7 +11,6 @@ use crate::prepared::PreparedMessage;
 use crate::proto::close_payload::{encode_close, parse_close};
 use crate::proto::compression;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
-use crate::proto::lifecycle::Cause;
 use crate::proto::state::State;
 use crate::utf8_bytes::Utf8Bytes;
 
@@ -65,7 +64,7 @@ impl WebSocketContext {
         if self.state == State::Active && !opcode.is_control() && uncompressed {
             let len = payload.len();
             let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
-            if self.codec.output.len() + encoded <= self.config.get_max_write_buffer_size() {
+            if self.codec.output.len() + encoded <= self.settings.get_max_write_buffer_size() {
                 self.push_frame(opcode, payload);
                 self.count_sent(len);
                 return Ok(());
@@ -249,7 +248,7 @@ impl WebSocketContext {
     #[inline]
     fn has_room_for(&self, body: usize) -> Result<bool> {
         let encoded = encoded_header_len(body as u64, self.role == Role::Client) + body;
-        let max = self.config.get_max_write_buffer_size();
+        let max = self.settings.get_max_write_buffer_size();
         if encoded > max {
             return Err(CapacityError::MessageTooLong {
                 size: encoded,
@@ -281,11 +280,8 @@ impl WebSocketContext {
         }
         match self.state {
             State::Active => {
+                self.close_sent(frame.as_ref().map(|f| f.code))?;
                 self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
-                self.set_state(
-                    State::ClosedByUs,
-                    Cause::CloseSent(frame.as_ref().map(|f| f.code)),
-                );
                 self.pending_pong = None;
                 // No data can follow a close, so holding it back gains
                 // nothing, and the peer's reply waits on it.
@@ -334,9 +330,7 @@ impl WebSocketContext {
             let frame = frame.map(|code| CloseFrame::new(code, ""));
             self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
             self.flush_owed = true;
-            if self.state == State::ClosedByPeer {
-                self.set_state(State::CloseAcknowledged, Cause::ReplyQueued);
-            }
+            self.close_frame_queued();
         }
     }
 

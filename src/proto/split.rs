@@ -21,7 +21,7 @@ use bytes::Buf;
 
 use crate::frame::CloseCode;
 use crate::proto::context::{Negotiated, WebSocketContext};
-use crate::proto::lifecycle::Cause;
+use crate::proto::rate_limit::RateLimiter;
 use crate::proto::state::State;
 
 impl WebSocketContext {
@@ -35,13 +35,16 @@ impl WebSocketContext {
         let mut compression = crate::proto::compression::negotiated(
             self.role,
             self.deflate.as_ref(),
-            self.config.get_deflate(),
+            self.settings.get_deflate(),
         );
         if let (Some(ours), Some(theirs)) = (self.compression_mut(), compression.as_mut()) {
             ours.swap_deflater(theirs);
         }
-        let negotiated = Negotiated::compressing(compression);
-        let mut sender = WebSocketContext::idle(self.role, self.config, self.deflate, negotiated);
+        // The sending side keeps a copy of the limit, idle, so that its
+        // configuration reads back whole (as it did before the split).
+        let negotiated =
+            RateLimiter::attach(Negotiated::compressing(compression), self.rate_limit());
+        let mut sender = WebSocketContext::idle(self.role, self.settings, self.deflate, negotiated);
         sender.state = self.state;
         sender.flush_owed = std::mem::take(&mut self.flush_owed);
         sender.flush_requested = std::mem::take(&mut self.flush_requested);
@@ -107,11 +110,10 @@ impl WebSocketContext {
     /// or [`Error::AlreadyClosed`](crate::Error::AlreadyClosed) once ended).
     #[doc(hidden)]
     pub fn receiver_closing(&mut self, ended: bool) {
-        match (self.state, ended) {
-            (State::Terminated, _) => {}
-            (_, true) => self.set_state(State::Terminated, Cause::Completed),
-            (State::Active, false) => self.set_state(State::ClosedByPeer, Cause::ReplyQueued),
-            (_, false) => {}
+        if ended {
+            self.completed();
+        } else {
+            self.peer_closing();
         }
     }
 
@@ -121,8 +123,8 @@ impl WebSocketContext {
     /// does not reply to it.
     #[doc(hidden)]
     pub fn close_sent_by_sender(&mut self, code: Option<CloseCode>) {
-        if self.state == State::Active {
-            self.set_state(State::ClosedByUs, Cause::CloseSent(code));
+        // Refused once closing began: then there is nothing to change.
+        if self.close_sent(code).is_ok() {
             self.pending_pong = None;
         }
     }

@@ -1,7 +1,27 @@
 //! Frames as a peer sends them and as the context writes them, for the
 //! unit tests of the protocol context.
 
+use std::time::Instant;
+
 use crate::frame::{FrameHeader, HeaderParse, OpCode, apply_mask};
+use crate::proto::context::WebSocketContext;
+
+/// What a driver does before each wait, as one call for the tests.
+pub(super) trait WaitAt {
+    /// Tells the context it is `now` ([`WebSocketContext::handle_timeout`]),
+    /// then asks for the deadline to wait until
+    /// ([`WebSocketContext::poll_timeout`]).
+    fn wait_at(&mut self, now: Instant) -> Option<Instant>;
+}
+
+impl WaitAt for WebSocketContext {
+    fn wait_at(&mut self, now: Instant) -> Option<Instant> {
+        self.handle_timeout(now);
+        let deadline = self.poll_timeout();
+        assert_eq!(self.poll_timeout(), deadline, "a pure query");
+        deadline
+    }
+}
 
 /// A frame from a client (masked, with a zero key), as a server context
 /// receives it.

@@ -102,16 +102,39 @@ enum Phase {
 }
 
 impl WebSocketContext {
-    /// The driver is about to wait for the stream (a read found no data,
-    /// or a blocking read is next), or for a rate limit
-    /// ([`Next::Wait`](crate::Next::Wait)). Returns the deadline to wait
-    /// until: when it passes with nothing received, call
-    /// [`handle_timeout`](Self::handle_timeout) and poll again. `now` is
-    /// also the time a rate limit charges messages at.
+    /// The next deadline: when it passes, call
+    /// [`handle_timeout`](Self::handle_timeout) and poll again. A pure
+    /// query: call [`handle_timeout`](Self::handle_timeout) with the time
+    /// first (before each wait), which arms the deadlines for the state the
+    /// connection is in. It is the keepalive ping, the keepalive timeout,
+    /// the close timeout, or the instant a message held back by a rate
+    /// limit ([`Config::rate_limit`](crate::Config::rate_limit)) fits,
+    /// whichever comes first; `None` to wait as long as it takes. It may
+    /// already have passed (a held message that fits by now).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        // A deadline armed for an earlier state means nothing now (the
+        // next `handle_timeout` arms the state's own).
+        let deadline = self.deadline.filter(|_| self.timer_fits_state());
+        self.with_throttle_deadline(deadline)
+    }
+
+    /// Time is `now`: do what is due. The driver calls it before each wait
+    /// (then asks [`poll_timeout`](Self::poll_timeout) how long to wait),
+    /// and when that deadline passed (then polls again).
     ///
-    /// Drained buffers are given back here, so an idle connection holds
-    /// almost no memory; while messages flow, they are kept and reused.
-    pub fn waiting(&mut self, now: Instant) -> Option<Instant> {
+    /// What was due by `now` happens: the keepalive ping is queued, or the
+    /// connection fails with [`Error::Timeout`] (reported by the next
+    /// [`poll`](Self::poll) of a read). Then the housekeeping of a wait:
+    /// drained buffers are given back (so an idle connection holds almost
+    /// no memory; while messages flow they are kept and reused), counts go
+    /// to the `metrics` recorder, the deadlines of the state the connection
+    /// is now in are armed from `now`, and a rate limit's buckets earn what
+    /// the time brought (`now` is the time it charges messages at).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.observe_rate_clock(now);
+        if self.timer_fits_state() && self.deadline.is_some_and(|deadline| deadline <= now) {
+            self.fire_timer(now);
+        }
         self.report_counts();
         if !self.is_lingering() {
             // A lingering read reads again at once: its buffer is reused.
@@ -121,52 +144,65 @@ impl WebSocketContext {
         if let Some(compression) = self.compression_mut() {
             compression.release_idle();
         }
-        let deadline = match self.state {
+        self.arm_timer(now);
+    }
+}
+
+impl WebSocketContext {
+    /// Whether the armed deadline means something in the connection's
+    /// state: a deadline armed for an earlier state (keepalive, when our
+    /// close has gone out since) is re-armed before it can fire.
+    fn timer_fits_state(&self) -> bool {
+        match self.state {
+            State::Terminated if self.is_lingering() => self.timer.phase == Phase::Lingering,
+            State::Terminated => false,
+            State::Active => self.timer.phase != Phase::Unarmed,
+            State::ClosedByUs | State::ClosedByPeer | State::CloseAcknowledged => {
+                self.timer.phase == Phase::Closing
+            }
+        }
+    }
+
+    /// Arms the deadline the connection's state calls for, from `now`, if
+    /// it is not armed already.
+    fn arm_timer(&mut self, now: Instant) {
+        match self.state {
             State::Terminated if self.is_lingering() => {
                 if self.timer.phase != Phase::Lingering {
                     // What is left of the closing handshake's deadline, if
                     // our close went out before the failure.
                     if self.timer.phase != Phase::Closing {
-                        self.deadline = self.config.get_close_timeout().map(|t| now + t);
+                        self.deadline = self.settings.get_close_timeout().map(|t| now + t);
                     }
                     self.timer.phase = Phase::Lingering;
                 }
-                self.deadline
             }
-            State::Terminated => None,
+            State::Terminated => {}
             State::Active => {
                 if self.timer.phase == Phase::Unarmed {
                     self.idle_from(now);
                 }
-                self.deadline
             }
             State::ClosedByUs | State::ClosedByPeer | State::CloseAcknowledged => {
                 if self.timer.phase != Phase::Closing {
                     self.timer.phase = Phase::Closing;
-                    self.deadline = self.config.get_close_timeout().map(|t| now + t);
+                    self.deadline = self.settings.get_close_timeout().map(|t| now + t);
                 }
-                self.deadline
             }
-        };
-        self.with_throttle_deadline(now, deadline)
+        }
     }
 
-    /// The deadline from [`waiting`](Self::waiting) may have passed: send
-    /// the keepalive ping, or fail the connection with
-    /// [`Error::Timeout`] (reported by the next
-    /// [`poll`](Self::poll) of a read). Does nothing before the deadline.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.observe_rate_clock(now);
-        if self.deadline.is_none_or(|deadline| now < deadline) {
-            return;
-        }
-        let heard = std::mem::take(&mut self.timer.heard);
+    /// The deadline passed: send the keepalive ping, or fail.
+    fn fire_timer(&mut self, now: Instant) {
+        // A message held back by a rate limit counts as hearing from the
+        // peer: we are the ones not reading (`rate_limit.rs`).
+        let heard = std::mem::take(&mut self.timer.heard) | self.is_throttled();
         match self.timer.phase {
             Phase::Unarmed => {}
             Phase::Idle | Phase::AwaitingPong if heard => self.idle_from(now),
             Phase::Idle => {
                 self.pending_ping = true;
-                match self.config.get_ping_timeout() {
+                match self.settings.get_ping_timeout() {
                     Some(timeout) => {
                         self.timer.phase = Phase::AwaitingPong;
                         self.deadline = Some(now + timeout);
@@ -187,14 +223,11 @@ impl WebSocketContext {
             }
         }
     }
-}
-
-impl WebSocketContext {
     /// Starts a keepalive interval at `now`.
     fn idle_from(&mut self, now: Instant) {
         self.timer.phase = Phase::Idle;
         self.timer.heard = false;
-        self.deadline = self.config.get_ping_interval().map(|i| now + i);
+        self.deadline = self.settings.get_ping_interval().map(|i| now + i);
     }
 
     /// The payload of the keepalive ping being encoded now, counting it as
@@ -242,6 +275,7 @@ mod tests {
     use crate::frame::OpCode;
     use crate::message::Message;
     use crate::proto::drive::{Next, Operation};
+    use crate::proto::test_frames::WaitAt;
     use crate::proto::test_frames::{parse_frames, server_frame};
     use bytes::Buf;
 
@@ -300,7 +334,7 @@ mod tests {
         let t0 = Instant::now();
         let mut ctx = keepalive(1, 1);
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Receive);
-        assert_eq!(ctx.waiting(t0), Some(t0 + SECOND));
+        assert_eq!(ctx.wait_at(t0), Some(t0 + SECOND));
         ctx.handle_timeout(t0 + SECOND / 2);
         assert!(
             drain_opcodes(&mut ctx).is_empty(),
@@ -308,7 +342,7 @@ mod tests {
         );
         ctx.handle_timeout(t0 + SECOND);
         assert_eq!(drain_opcodes(&mut ctx), vec![0x9], "a ping");
-        assert_eq!(ctx.waiting(t0 + SECOND), Some(t0 + 2 * SECOND));
+        assert_eq!(ctx.wait_at(t0 + SECOND), Some(t0 + 2 * SECOND));
         ctx.handle_timeout(t0 + 2 * SECOND);
         // The 1011 close goes out, then the error is reported.
         assert_eq!(drain_opcodes(&mut ctx), vec![0x8]);
@@ -321,14 +355,14 @@ mod tests {
             ctx.poll(Operation::Read),
             Err(Error::AlreadyClosed)
         ));
-        assert_eq!(ctx.waiting(t0 + 3 * SECOND), None);
+        assert_eq!(ctx.wait_at(t0 + 3 * SECOND), None);
     }
 
     #[test]
     fn a_peer_that_answers_stays_connected_and_its_pongs_are_consumed() {
         let t0 = Instant::now();
         let mut ctx = keepalive(1, 1);
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         let mut pings = 0;
         for second in 1..=20u32 {
             let now = t0 + SECOND * second;
@@ -340,7 +374,7 @@ mod tests {
                 ctx.feed(&server_frame(OpCode::Pong, &payload));
                 assert_eq!(read(&mut ctx), None, "at {second} s");
             }
-            assert!(ctx.waiting(now).is_some_and(|d| d > now));
+            assert!(ctx.wait_at(now).is_some_and(|d| d > now));
         }
         // A ping every other second: one interval quiet, then the pong
         // satisfies the timeout and the next interval starts.
@@ -356,7 +390,7 @@ mod tests {
             .ping_interval(Some(SECOND))
             .ping_timeout(None);
         let mut ctx = WebSocketContext::new(Role::Client, config);
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         for n in 1..=pings {
             ctx.handle_timeout(t0 + SECOND * n);
             assert_eq!(drain_opcodes(&mut ctx), [OpCode::Ping.as_u8()]);
@@ -368,7 +402,7 @@ mod tests {
     fn each_keepalive_ping_carries_its_number() {
         let mut ctx = after_keepalive_pings(0);
         let now = Instant::now();
-        let _ = ctx.waiting(now);
+        let _ = ctx.wait_at(now);
         let mut payloads = Vec::new();
         for n in 1..=3 {
             ctx.handle_timeout(now + SECOND * n);
@@ -512,7 +546,7 @@ mod tests {
     fn an_application_ping_while_a_keepalive_ping_is_out() {
         let t0 = Instant::now();
         let mut ctx = keepalive(1, 1);
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         ctx.handle_timeout(t0 + SECOND);
         let keepalive_ping = drain_frames(&mut ctx).remove(0).1;
         ctx.write(Message::Ping(Bytes::from_static(b"app")))
@@ -525,7 +559,7 @@ mod tests {
         assert_eq!(read(&mut ctx), Some(Message::Pong("app".into())));
         ctx.handle_timeout(t0 + 2 * SECOND);
         assert!(drain_frames(&mut ctx).is_empty(), "no failure, no ping");
-        assert_eq!(ctx.waiting(t0 + 2 * SECOND), Some(t0 + 3 * SECOND));
+        assert_eq!(ctx.wait_at(t0 + 2 * SECOND), Some(t0 + 3 * SECOND));
 
         // The keepalive ping's pong, late, when no keepalive ping is out:
         // consumed, and the peer counts as heard from again.
@@ -569,7 +603,7 @@ mod tests {
     fn traffic_postpones_the_ping() {
         let t0 = Instant::now();
         let mut ctx = keepalive(1, 1);
-        let _ = ctx.waiting(t0);
+        let _ = ctx.wait_at(t0);
         ctx.feed(&[0x82, 0x00]);
         assert!(matches!(
             ctx.poll(Operation::Read).unwrap(),
@@ -577,7 +611,7 @@ mod tests {
         ));
         ctx.handle_timeout(t0 + SECOND);
         assert!(drain_opcodes(&mut ctx).is_empty(), "heard from: no ping");
-        assert_eq!(ctx.waiting(t0 + SECOND), Some(t0 + 2 * SECOND));
+        assert_eq!(ctx.wait_at(t0 + SECOND), Some(t0 + 2 * SECOND));
         ctx.handle_timeout(t0 + 2 * SECOND);
         assert_eq!(drain_opcodes(&mut ctx), vec![0x9]);
     }
@@ -590,7 +624,7 @@ mod tests {
         ctx.close(None).unwrap();
         assert_eq!(drain_opcodes(&mut ctx), vec![0x8]);
         assert_eq!(ctx.poll(Operation::Read).unwrap(), Next::Receive);
-        assert_eq!(ctx.waiting(t0), Some(t0 + SECOND));
+        assert_eq!(ctx.wait_at(t0), Some(t0 + SECOND));
         ctx.handle_timeout(t0 + SECOND);
         let error = ctx.poll(Operation::Read).unwrap_err();
         assert!(
@@ -604,8 +638,8 @@ mod tests {
     fn no_deadlines_when_disabled() {
         let config = Config::default().ping_interval(None).close_timeout(None);
         let mut ctx = WebSocketContext::new(Role::Server, config);
-        assert_eq!(ctx.waiting(Instant::now()), None);
+        assert_eq!(ctx.wait_at(Instant::now()), None);
         ctx.close(None).unwrap();
-        assert_eq!(ctx.waiting(Instant::now()), None);
+        assert_eq!(ctx.wait_at(Instant::now()), None);
     }
 }

@@ -273,7 +273,15 @@ impl<R: Runtime> DeadlineTimer<R> {
     pub(crate) fn poll(&mut self, context: &mut WebSocketContext, cx: &mut Context<'_>) -> bool {
         // The runtime's clock, so tests with a paused clock drive deadlines.
         let now = R::now();
-        let Some(deadline) = context.waiting(now) else {
+        // What is due happens, and the deadlines of the wait ahead are
+        // armed; a deadline that had passed means the context is polled
+        // again before any wait.
+        let passed = context.poll_timeout().is_some_and(|d| d <= now);
+        context.handle_timeout(now);
+        if passed {
+            return true;
+        }
+        let Some(deadline) = context.poll_timeout() else {
             return false;
         };
         // No timer to wait on (tokio's, polled outside a runtime): a

@@ -48,7 +48,7 @@ where
     S: Unpin,
     C: Callback,
 {
-    let mut handshake = Starting::Options(options);
+    let mut handshake = Starting::Options(Box::new(options));
     async move {
         let opened = drive::<R, _, _>(&mut stream, &mut handshake).await?;
         Ok(WebSocketStream::from_context(stream, opened.context))
@@ -58,8 +58,9 @@ where
 /// A server handshake that starts on its first poll, as an `async fn`
 /// would: the deadline counts from then.
 enum Starting<C: Callback> {
-    /// Not polled yet.
-    Options(ServerOptions<C>),
+    /// Not polled yet. Boxed too: the options hold a whole `Config`,
+    /// rate limit included, which the connection does not keep.
+    Options(Box<ServerOptions<C>>),
     /// Polled: the handshake runs. Boxed: the future of a task that
     /// accepts and then serves the connection keeps its size for the
     /// connection's life, while the handshake's state is needed only until

@@ -288,7 +288,7 @@ macro_rules! shared_state_accessors {
 
             /// The configuration (a copy: the halves share it).
             pub fn config(&self) -> Config {
-                *self.shared.sender().context.config()
+                self.shared.sender().context.config()
             }
 
             /// Replaces the configuration of the connection (both halves;

@@ -151,7 +151,7 @@ impl<S, R: Runtime> WebSocketStream<S, R> {
     /// The settings tungstenite's [`WebSocketConfig`] has (a copy; the
     /// whole configuration is [`config`](Self::config)).
     pub fn get_config(&self) -> WebSocketConfig {
-        WebSocketConfig::from(self.inner.core.context.config())
+        WebSocketConfig::from(&self.inner.core.context.config())
     }
 
     /// The stream.
@@ -181,8 +181,8 @@ impl<S, R: Runtime> WebSocketStream<S, R> {
         self.inner.core.context.subprotocol()
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &Config {
+    /// The configuration (a copy).
+    pub fn config(&self) -> Config {
         self.inner.core.context.config()
     }
 
