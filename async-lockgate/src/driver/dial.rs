@@ -3,10 +3,9 @@
 //! TLS, the handshake), each done by the runtime's [`Connect`], the whole
 //! of it within the handshake's deadline.
 
-use std::io;
 use std::time::Instant;
 
-use lockgate::dial::{Dial, DialStep, Route};
+use lockgate::dial::{Attempt, AttemptStep, Dial, DialStep, Route};
 use lockgate::handshake::IntoClientRequest;
 use lockgate::handshake::client::Response;
 use lockgate::{ClientOptions, Connector, Error, Result, TimeoutKind};
@@ -56,15 +55,7 @@ async fn attempt<R: Connect>(
     dial: &Dial,
     nodelay: bool,
 ) -> Result<(WebSocketStream<R::Stream, R>, Response)> {
-    let steps = dial.steps();
-    let mut stream = open::<R>(
-        dial.route(),
-        &steps,
-        dial.connector(),
-        nodelay,
-        dial.deadline(),
-    )
-    .await?;
+    let mut stream = walk::<R>(dial.attempt(), nodelay).await?;
     // On the heap too: a task that connects keeps its future's size for
     // the life of the connection it then serves.
     let opened = Box::pin(exchange::<R, _, _>(&mut stream, dial.handshake()?)).await?;
@@ -97,36 +88,39 @@ pub async fn open<R: Connect>(
     nodelay: bool,
     deadline: Option<Instant>,
 ) -> Result<R::Stream> {
+    walk::<R>(
+        Attempt::new(route, steps.to_vec(), connector, deadline),
+        nodelay,
+    )
+    .await
+}
+
+/// Does the steps of `attempt` with `R`'s I/O, all by its deadline: the
+/// connection the handshake then runs on.
+async fn walk<R: Connect>(mut attempt: Attempt<'_>, nodelay: bool) -> Result<R::Stream> {
+    let deadline = attempt.deadline();
     // On the heap: a TLS handshake's state is large, and a task that
     // connects and then serves the connection would carry it for life.
     let connection = Box::pin(async {
         let mut stream = None;
-        let mut resolved = None;
-        for &step in steps {
+        while let Some(step) = attempt.poll_step() {
             match step {
-                DialStep::Connect { host, port } => {
-                    let tcp = R::tcp(host, port, nodelay)
-                        .await
-                        .map_err(|error| route.connect_error(error))?;
-                    stream = Some(tcp);
+                AttemptStep::Connect { host, port } => {
+                    let tcp = R::tcp(host, port, nodelay).await.map_err(Error::from);
+                    stream = Some(attempt.handle_connect(tcp)?);
                 }
-                DialStep::Tls { host } => {
-                    let connector = connector.cloned().expect("chosen for every Tls step");
+                AttemptStep::Tls { host, connector } => {
                     let transport = stream.take().expect("Connect comes first");
                     stream = Some(R::secure(transport, host, connector).await?);
                 }
-                DialStep::Resolve { host, port } => {
-                    let address = R::lookup(host, port)
-                        .await
-                        .map_err(|error| route.resolve_error(error))?;
-                    resolved = Some(address);
+                AttemptStep::Resolve { host, port } => {
+                    let address = R::lookup(host, port).await.map_err(Error::from);
+                    attempt.handle_resolved(address)?;
                 }
-                DialStep::Tunnel => {
-                    let tunnel = route.tunnel(resolved, deadline).expect("a proxy's step");
+                AttemptStep::Tunnel(tunnel) => {
                     let transport = stream.as_mut().expect("Connect comes first");
                     exchange::<R, _, _>(transport, tunnel).await?;
                 }
-                DialStep::Handshake => break,
             }
         }
         Ok::<_, Error>(stream.expect("Connect comes first"))
@@ -134,19 +128,4 @@ pub async fn open<R: Connect>(
     until::<R, _>(deadline, connection)
         .await
         .ok_or(Error::Timeout(TimeoutKind::Handshake))?
-}
-
-/// The first address of `addresses`, or the error a lookup that found none
-/// reports.
-///
-/// # Errors
-///
-/// [`io::ErrorKind::NotFound`] for an empty list.
-pub fn first_address(
-    mut addresses: impl Iterator<Item = std::net::SocketAddr>,
-) -> io::Result<std::net::IpAddr> {
-    addresses
-        .next()
-        .map(|address| address.ip())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))
 }
