@@ -45,24 +45,19 @@ pub(crate) fn connect(mut dial: Dial) -> Result<(WebSocket<MaybeTlsStream<TcpStr
 fn attempt(dial: &Dial) -> Result<(WebSocket<MaybeTlsStream<TcpStream>>, Response)> {
     let mut steps = dial.attempt();
     let deadline = steps.deadline();
-    let mut stream: Option<MaybeTlsStream<TcpStream>> = None;
-    let mut waiter = None;
+    let (host, port) = steps.first_hop();
+    let tcp = steps.handle_connect(connect_tcp(host, port, deadline))?;
+    tcp.set_nodelay(true)?;
+    tcp.set_nonblocking(true)?;
+    let waiter = Waiter {
+        socket: tcp.try_clone()?,
+        deadline,
+    };
+    let mut stream = MaybeTlsStream::Plain(tcp);
     while let Some(step) = steps.poll_step() {
         match step {
-            AttemptStep::Connect { host, port } => {
-                let tcp = steps.handle_connect(connect_tcp(host, port, deadline))?;
-                tcp.set_nodelay(true)?;
-                tcp.set_nonblocking(true)?;
-                waiter = Some(Waiter {
-                    socket: tcp.try_clone()?,
-                    deadline,
-                });
-                stream = Some(MaybeTlsStream::Plain(tcp));
-            }
             AttemptStep::Tls { host, connector } => {
-                let waiter = waiter.as_ref().expect("Connect comes first");
-                let transport = stream.take().expect("Connect comes first");
-                stream = Some(connector.secure(transport, host, &mut || waiter.wait())?);
+                stream = connector.secure(stream, host, &mut || waiter.wait())?;
             }
             AttemptStep::Resolve { host, port } => {
                 let found =
@@ -70,16 +65,13 @@ fn attempt(dial: &Dial) -> Result<(WebSocket<MaybeTlsStream<TcpStream>>, Respons
                 steps.handle_resolved(found)?;
             }
             AttemptStep::Tunnel(mut tunnel) => {
-                let waiter = waiter.as_ref().expect("Connect comes first");
-                let mut machine =
-                    HandshakeMachine::new(stream.take().expect("Connect comes first"));
-                exchange(&mut machine, &mut tunnel, waiter)?;
-                stream = Some(machine.into_inner());
+                let mut machine = HandshakeMachine::new(stream);
+                exchange(&mut machine, &mut tunnel, &waiter)?;
+                stream = machine.into_inner();
             }
         }
     }
-    let waiter = waiter.expect("Connect comes first");
-    let mut machine = HandshakeMachine::new(stream.expect("Connect comes first"));
+    let mut machine = HandshakeMachine::new(stream);
     let Opened {
         context, response, ..
     } = *exchange(&mut machine, &mut dial.handshake()?, &waiter)?;

@@ -12,7 +12,8 @@ use super::tunnel::Tunnel;
 use crate::error::{Error, Result, TimeoutKind};
 
 /// The steps of one attempt of a dial up to the opening handshake, walked
-/// in order: [`poll_step`](Self::poll_step) says what to do next (with
+/// in order: first the TCP connection to [`first_hop`](Self::first_hop),
+/// then what [`poll_step`](Self::poll_step) says to do next (with
 /// everything the step needs: the connector of a TLS step, a tunnel's
 /// exchange already aimed at the address a `socks5://` dial resolved), and
 /// the driver reports how a connect or a lookup went
@@ -21,9 +22,10 @@ use crate::error::{Error, Result, TimeoutKind};
 /// any, ends the attempt. A driver's walk is then only its I/O:
 ///
 /// ```text
+/// let (host, port) = attempt.first_hop();
+/// let mut stream = attempt.handle_connect(tcp(host, port))?;
 /// while let Some(step) = attempt.poll_step() {
 ///     match step {
-///         AttemptStep::Connect { host, port } => stream = attempt.handle_connect(tcp(host, port))?,
 ///         AttemptStep::Resolve { host, port } => attempt.handle_resolved(lookup(host, port))?,
 ///         AttemptStep::Tls { host, connector } => stream = tls(stream, host, connector)?,
 ///         AttemptStep::Tunnel(tunnel) => run(&mut stream, tunnel)?,
@@ -36,6 +38,9 @@ use crate::error::{Error, Result, TimeoutKind};
 #[derive(Debug)]
 pub struct Attempt<'d> {
     route: &'d Route,
+    /// Where the TCP connection goes: the first step's host and port.
+    first_hop: (&'d str, u16),
+    /// The steps after it.
     steps: std::vec::IntoIter<DialStep<'d>>,
     connector: Option<&'d Connector>,
     deadline: Option<Instant>,
@@ -44,18 +49,11 @@ pub struct Attempt<'d> {
     resolved: Option<IpAddr>,
 }
 
-/// What a driver does next in an [`Attempt`]: a [`DialStep`] with what it
-/// needs. (Not `non_exhaustive`: a driver must know every step there is.)
+/// What a driver does next in an [`Attempt`], once connected: a
+/// [`DialStep`] with what it needs. (Not `non_exhaustive`: a driver must
+/// know every step there is.)
 #[derive(Debug)]
 pub enum AttemptStep<'d> {
-    /// Open a TCP connection to `host:port` (the proxy's, or the
-    /// server's), then report it with [`Attempt::handle_connect`].
-    Connect {
-        /// The host name or IP address.
-        host: &'d str,
-        /// The port.
-        port: u16,
-    },
     /// Resolve `host:port` (for a `socks5://` proxy), then report the
     /// first address with [`Attempt::handle_resolved`].
     Resolve {
@@ -82,15 +80,25 @@ impl<'d> Attempt<'d> {
     /// first of them), TLS through `connector`, all by `deadline`. A
     /// [`Dial`](super::Dial) makes its own with
     /// [`Dial::attempt`](super::Dial::attempt).
+    ///
+    /// # Panics
+    ///
+    /// When `steps` do not begin with [`DialStep::Connect`] (a route's
+    /// always do).
     pub fn new(
         route: &'d Route,
         steps: Vec<DialStep<'d>>,
         connector: Option<&'d Connector>,
         deadline: Option<Instant>,
     ) -> Self {
+        let mut steps = steps.into_iter();
+        let Some(DialStep::Connect { host, port }) = steps.next() else {
+            panic!("a route's steps begin with Connect");
+        };
         Self {
             route,
-            steps: steps.into_iter(),
+            first_hop: (host, port),
+            steps,
             connector,
             deadline,
             resolved: None,
@@ -103,18 +111,27 @@ impl<'d> Attempt<'d> {
         self.deadline
     }
 
-    /// The next step to do; `None` when the steps before the opening
+    /// Where the attempt's first step, the TCP connection, goes (the
+    /// proxy, or the server); report it with
+    /// [`handle_connect`](Self::handle_connect), then walk the rest with
+    /// [`poll_step`](Self::poll_step).
+    pub fn first_hop(&self) -> (&'d str, u16) {
+        self.first_hop
+    }
+
+    /// The next step to do once connected; `None` when the steps before the opening
     /// handshake are done (the connection is ready for it).
     ///
     /// # Panics
     ///
     /// At a [`DialStep::Tls`] without a connector, or a
-    /// [`DialStep::Tunnel`] on a route without a proxy: steps and
+    /// [`DialStep::Tunnel`] on a route without a proxy, or at a second
+    /// [`DialStep::Connect`]: steps and
     /// connector that did not come from the same [`Route`] (a
     /// [`Dial`](super::Dial)'s always do).
     pub fn poll_step(&mut self) -> Option<AttemptStep<'d>> {
         Some(match self.steps.next()? {
-            DialStep::Connect { host, port } => AttemptStep::Connect { host, port },
+            DialStep::Connect { .. } => panic!("a route connects once, first"),
             DialStep::Resolve { host, port } => AttemptStep::Resolve { host, port },
             DialStep::Tls { host } => AttemptStep::Tls {
                 host,
@@ -132,7 +149,7 @@ impl<'d> Attempt<'d> {
         })
     }
 
-    /// How an [`AttemptStep::Connect`] went: the connection, or the
+    /// How the connection to [`first_hop`](Self::first_hop) went: the connection, or the
     /// error that ends the attempt, an I/O error naming the hop
     /// ([`Route::connect_error`]).
     ///
@@ -207,13 +224,7 @@ mod tests {
             .proxy(Proxy::from_url("socks5://127.0.0.1:1080").unwrap());
         let dial = Dial::new("wss://example.com/", options, Instant::now()).unwrap();
         let mut attempt = dial.attempt();
-        assert!(matches!(
-            attempt.poll_step(),
-            Some(AttemptStep::Connect {
-                host: "127.0.0.1",
-                port: 1080
-            })
-        ));
+        assert_eq!(attempt.first_hop(), ("127.0.0.1", 1080));
         assert!(matches!(
             attempt.poll_step(),
             Some(AttemptStep::Resolve {

@@ -102,28 +102,24 @@ async fn walk<R: Connect>(mut attempt: Attempt<'_>, nodelay: bool) -> Result<R::
     // On the heap: a TLS handshake's state is large, and a task that
     // connects and then serves the connection would carry it for life.
     let connection = Box::pin(async {
-        let mut stream = None;
+        let (host, port) = attempt.first_hop();
+        let tcp = R::tcp(host, port, nodelay).await.map_err(Error::from);
+        let mut stream = attempt.handle_connect(tcp)?;
         while let Some(step) = attempt.poll_step() {
             match step {
-                AttemptStep::Connect { host, port } => {
-                    let tcp = R::tcp(host, port, nodelay).await.map_err(Error::from);
-                    stream = Some(attempt.handle_connect(tcp)?);
-                }
                 AttemptStep::Tls { host, connector } => {
-                    let transport = stream.take().expect("Connect comes first");
-                    stream = Some(R::secure(transport, host, connector).await?);
+                    stream = R::secure(stream, host, connector).await?;
                 }
                 AttemptStep::Resolve { host, port } => {
                     let address = R::lookup(host, port).await.map_err(Error::from);
                     attempt.handle_resolved(address)?;
                 }
                 AttemptStep::Tunnel(tunnel) => {
-                    let transport = stream.as_mut().expect("Connect comes first");
-                    exchange::<R, _, _>(transport, tunnel).await?;
+                    exchange::<R, _, _>(&mut stream, tunnel).await?;
                 }
             }
         }
-        Ok::<_, Error>(stream.expect("Connect comes first"))
+        Ok::<_, Error>(stream)
     });
     until::<R, _>(deadline, connection)
         .await
