@@ -60,8 +60,8 @@ fn attempt(dial: &Dial) -> Result<(WebSocket<MaybeTlsStream<TcpStream>>, Respons
                 stream = connector.secure(stream, host, &mut || waiter.wait())?;
             }
             AttemptStep::Resolve { host, port } => {
-                let found =
-                    resolve(host, port, deadline).and_then(|found| Ok(first_address(found)?));
+                let found = resolve(host, port, deadline)
+                    .and_then(|found| Ok(first_address(found.into_iter())?));
                 steps.handle_resolved(found)?;
             }
             AttemptStep::Tunnel(mut tunnel) => {

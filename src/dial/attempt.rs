@@ -187,9 +187,8 @@ impl<'d> Attempt<'d> {
 /// # Errors
 ///
 /// [`io::ErrorKind::NotFound`] for a lookup that found none.
-pub fn first_address(addresses: impl IntoIterator<Item = SocketAddr>) -> io::Result<IpAddr> {
+pub fn first_address(mut addresses: impl Iterator<Item = SocketAddr>) -> io::Result<IpAddr> {
     addresses
-        .into_iter()
         .next()
         .map(|address| address.ip())
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))
@@ -234,7 +233,7 @@ mod tests {
         ));
         let found = [SocketAddr::from(([192, 0, 2, 7], 443))];
         attempt
-            .handle_resolved(Ok(first_address(found).unwrap()))
+            .handle_resolved(Ok(first_address(found.into_iter()).unwrap()))
             .unwrap();
         let Some(AttemptStep::Tunnel(Tunnel::Socks5(tunnel))) = attempt.poll_step() else {
             panic!("the tunnel comes next");
@@ -262,7 +261,7 @@ mod tests {
             error.to_string().contains("socks5 proxy 127.0.0.1:1080"),
             "{error}"
         );
-        let none = first_address([]).map_err(Error::from);
+        let none = first_address(std::iter::empty()).map_err(Error::from);
         let error = attempt.handle_resolved(none).unwrap_err();
         assert!(
             error.to_string().contains("resolving example.com:80"),
