@@ -76,11 +76,18 @@ async fn attempt<R: Connect>(
 
 /// Does `steps` of `route` (TCP, a proxy's tunnel, TLS through
 /// `connector`) until the WebSocket handshake or the last step, all by
-/// `deadline`: the connection the handshake then runs on.
+/// `deadline`: the connection the handshake then runs on. The steps are
+/// [`Route::steps`] or the first of them, walked by lockgate's
+/// [`Attempt`].
 ///
 /// # Errors
 ///
 /// As for [`connect`], but for the handshake's.
+///
+/// # Panics
+///
+/// As for [`Attempt::new`] and [`Attempt::poll_step`]: when `steps` do
+/// not begin with [`DialStep::Connect`], or are not `route`'s.
 pub async fn open<R: Connect>(
     route: &Route,
     steps: &[DialStep<'_>],
