@@ -13,7 +13,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::dial::{Dial, DialStep};
+use crate::dial::{AttemptStep, Dial, first_address, time_left};
 use crate::error::{Error, Result, TimeoutKind};
 use crate::mid_handshake::HandshakeMachine;
 use crate::stream::MaybeTlsStream;
@@ -43,58 +43,35 @@ pub(crate) fn connect(mut dial: Dial) -> Result<(WebSocket<MaybeTlsStream<TcpStr
 
 /// One attempt: the route's steps, then the opening handshake.
 fn attempt(dial: &Dial) -> Result<(WebSocket<MaybeTlsStream<TcpStream>>, Response)> {
-    let route = dial.route();
-    let deadline = dial.deadline();
-    let mut stream: Option<MaybeTlsStream<TcpStream>> = None;
-    let mut waiter = None;
-    let mut resolved = None;
-    for step in dial.steps() {
+    let mut steps = dial.attempt();
+    let deadline = steps.deadline();
+    let (host, port) = steps.first_hop();
+    let tcp = steps.handle_connect(connect_tcp(host, port, deadline))?;
+    tcp.set_nodelay(true)?;
+    tcp.set_nonblocking(true)?;
+    let waiter = Waiter {
+        socket: tcp.try_clone()?,
+        deadline,
+    };
+    let mut stream = MaybeTlsStream::Plain(tcp);
+    while let Some(step) = steps.poll_step() {
         match step {
-            DialStep::Connect { host, port } => {
-                let tcp = match connect_tcp(host, port, deadline) {
-                    Err(Error::Io(error)) => return Err(route.connect_error(error)),
-                    other => other?,
-                };
-                tcp.set_nodelay(true)?;
-                tcp.set_nonblocking(true)?;
-                waiter = Some(Waiter {
-                    socket: tcp.try_clone()?,
-                    deadline,
-                });
-                stream = Some(MaybeTlsStream::Plain(tcp));
+            AttemptStep::Tls { host, connector } => {
+                stream = connector.secure(stream, host, &mut || waiter.wait())?;
             }
-            DialStep::Tls { host } => {
-                let waiter = waiter.as_ref().expect("Connect comes first");
-                let connector = dial.connector().expect("chosen for every Tls step").clone();
-                let transport = stream.take().expect("Connect comes first");
-                stream = Some(connector.secure(transport, host, &mut || waiter.wait())?);
+            AttemptStep::Resolve { host, port } => {
+                let found = resolve(host, port, deadline)
+                    .and_then(|found| Ok(first_address(found.into_iter())?));
+                steps.handle_resolved(found)?;
             }
-            DialStep::Resolve { host, port } => {
-                let address = resolve(host, port, deadline)
-                    .and_then(|addresses| {
-                        addresses.first().copied().ok_or_else(|| {
-                            io::Error::new(io::ErrorKind::NotFound, "no address").into()
-                        })
-                    })
-                    .map_err(|error| match error {
-                        Error::Io(error) => route.resolve_error(error),
-                        other => other,
-                    })?;
-                resolved = Some(address.ip());
+            AttemptStep::Tunnel(mut tunnel) => {
+                let mut machine = HandshakeMachine::new(stream);
+                exchange(&mut machine, &mut tunnel, &waiter)?;
+                stream = machine.into_inner();
             }
-            DialStep::Tunnel => {
-                let waiter = waiter.as_ref().expect("Connect comes first");
-                let mut tunnel = dial.tunnel(resolved).expect("a proxy's step");
-                let mut machine =
-                    HandshakeMachine::new(stream.take().expect("Connect comes first"));
-                exchange(&mut machine, &mut tunnel, waiter)?;
-                stream = Some(machine.into_inner());
-            }
-            DialStep::Handshake => break,
         }
     }
-    let waiter = waiter.expect("Connect comes first");
-    let mut machine = HandshakeMachine::new(stream.expect("Connect comes first"));
+    let mut machine = HandshakeMachine::new(stream);
     let Opened {
         context, response, ..
     } = *exchange(&mut machine, &mut dial.handshake()?, &waiter)?;
@@ -142,13 +119,8 @@ impl Waiter {
     ///
     /// [`Error::Timeout`] once the deadline has passed.
     fn wait(&self) -> Result<()> {
-        let wait = match self.deadline {
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => left.min(RETRY_AFTER),
-                _ => return Err(Error::Timeout(TimeoutKind::Handshake)),
-            },
-            None => RETRY_AFTER,
-        };
+        let wait = time_left(self.deadline, Instant::now())?
+            .map_or(RETRY_AFTER, |left| left.min(RETRY_AFTER));
         // A blocking peek with a read timeout is the standard library's
         // wait for input; the socket is non-blocking again before the
         // step is retried.
@@ -170,7 +142,7 @@ fn resolve(host: &str, port: u16, deadline: Option<Instant>) -> Result<Vec<Socke
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
-    let Some(deadline) = deadline else {
+    let Some(left) = time_left(deadline, Instant::now())? else {
         return Ok((host, port).to_socket_addrs()?.collect());
     };
     let (sender, receiver) = mpsc::sync_channel(1);
@@ -184,7 +156,6 @@ fn resolve(host: &str, port: u16, deadline: Option<Instant>) -> Result<Vec<Socke
             // The dial may have given up waiting: nobody to tell.
             let _ = sender.send(found);
         })?;
-    let left = deadline.saturating_duration_since(Instant::now());
     match receiver.recv_timeout(left) {
         Ok(found) => Ok(found?),
         Err(_) => Err(Error::Timeout(TimeoutKind::Handshake)),
@@ -196,19 +167,17 @@ fn resolve(host: &str, port: u16, deadline: Option<Instant>) -> Result<Vec<Socke
 fn connect_tcp(host: &str, port: u16, deadline: Option<Instant>) -> Result<TcpStream> {
     let mut last_error = None;
     for addr in resolve(host, port, deadline)? {
-        let attempt = match deadline {
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if left > Duration::ZERO => TcpStream::connect_timeout(&addr, left),
-                _ => return Err(Error::Timeout(TimeoutKind::Handshake)),
-            },
+        let attempt = match time_left(deadline, Instant::now())? {
+            Some(left) => TcpStream::connect_timeout(&addr, left),
             None => TcpStream::connect(addr),
         };
         match attempt {
             Ok(stream) => return Ok(stream),
-            Err(_) if deadline.is_some_and(|deadline| Instant::now() >= deadline) => {
-                return Err(Error::Timeout(TimeoutKind::Handshake));
+            // A failure once the deadline has passed is the timeout.
+            Err(error) => {
+                time_left(deadline, Instant::now())?;
+                last_error = Some(error.into());
             }
-            Err(e) => last_error = Some(e.into()),
         }
     }
     Err(last_error.unwrap_or_else(|| {

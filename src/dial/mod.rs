@@ -6,7 +6,9 @@
 //! The sequence is decided once, here, for every driver: a [`Dial`] lists
 //! what to do for each attempt ([`Route::steps`]: connect, TLS to an
 //! `https://` proxy, resolve for `socks5://`, the tunnel, TLS to the
-//! server, the handshake) and which redirect to follow after it, and the
+//! server, the handshake), walks them ([`Attempt`]: what each step needs,
+//! what each outcome means) and decides which redirect to follow after
+//! it, and the
 //! blocking `connect` and the async drivers' `connect_async*` each do
 //! those steps with their own I/O, all under one deadline,
 //! [`Config::handshake_timeout`](crate::Config::handshake_timeout), that
@@ -14,6 +16,7 @@
 //! exchanges are run by the same loop as the opening handshake (they are
 //! [`Exchange`](crate::handshake::Exchange)s).
 
+mod attempt;
 mod authority;
 mod client_options;
 pub(crate) mod error;
@@ -25,6 +28,8 @@ mod socks5;
 pub(crate) mod tls;
 mod tunnel;
 
+pub(crate) use attempt::time_left;
+pub use attempt::{Attempt, AttemptStep, first_address};
 pub use client_options::ClientOptions;
 pub use error::{ProxyRefusal, Socks5Reason, Socks5Refusal, TlsError};
 pub use http_connect::ProxyTunnel;

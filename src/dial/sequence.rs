@@ -7,6 +7,7 @@ use std::time::Instant;
 use http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, PROXY_AUTHORIZATION, SEC_WEBSOCKET_KEY};
 use http::{HeaderValue, Request, Uri};
 
+use super::attempt::Attempt;
 use super::client_options::ClientOptions;
 use super::route::{DialStep, Route};
 use super::tls::Connector;
@@ -45,8 +46,9 @@ use crate::upgrade::{ClientUpgrade, HandshakeDriver, IntoClientRequest};
 ///     dial.steps(),
 ///     [DialStep::Connect { host: "example.com", port: 80 }, DialStep::Handshake]
 /// );
-/// // for each step: do it within `dial.deadline()`; on a failed attempt,
-/// // `dial.follow(error)?` and start over with the new steps.
+/// // walk `dial.attempt()`, doing each step within `dial.deadline()`, then
+/// // `dial.handshake()`; on a failed attempt, `dial.follow(error)?` and
+/// // start over with the new steps.
 /// # Ok::<(), lockgate::Error>(())
 /// ```
 #[derive(Debug)]
@@ -98,6 +100,17 @@ impl Dial {
     /// Where this attempt connects.
     pub fn route(&self) -> &Route {
         &self.route
+    }
+
+    /// This attempt's steps up to the opening handshake, to walk
+    /// ([`Attempt::poll_step`]).
+    pub fn attempt(&self) -> Attempt<'_> {
+        Attempt::new(
+            &self.route,
+            self.route.steps(),
+            self.connector.as_ref(),
+            self.deadline,
+        )
     }
 
     /// What a driver does, in order, for this attempt

@@ -3,10 +3,9 @@
 //! TLS, the handshake), each done by the runtime's [`Connect`], the whole
 //! of it within the handshake's deadline.
 
-use std::io;
 use std::time::Instant;
 
-use lockgate::dial::{Dial, DialStep, Route};
+use lockgate::dial::{Attempt, AttemptStep, Dial, DialStep, Route};
 use lockgate::handshake::IntoClientRequest;
 use lockgate::handshake::client::Response;
 use lockgate::{ClientOptions, Connector, Error, Result, TimeoutKind};
@@ -56,15 +55,7 @@ async fn attempt<R: Connect>(
     dial: &Dial,
     nodelay: bool,
 ) -> Result<(WebSocketStream<R::Stream, R>, Response)> {
-    let steps = dial.steps();
-    let mut stream = open::<R>(
-        dial.route(),
-        &steps,
-        dial.connector(),
-        nodelay,
-        dial.deadline(),
-    )
-    .await?;
+    let mut stream = walk::<R>(dial.attempt(), nodelay).await?;
     // On the heap too: a task that connects keeps its future's size for
     // the life of the connection it then serves.
     let opened = Box::pin(exchange::<R, _, _>(&mut stream, dial.handshake()?)).await?;
@@ -85,11 +76,18 @@ async fn attempt<R: Connect>(
 
 /// Does `steps` of `route` (TCP, a proxy's tunnel, TLS through
 /// `connector`) until the WebSocket handshake or the last step, all by
-/// `deadline`: the connection the handshake then runs on.
+/// `deadline`: the connection the handshake then runs on. The steps are
+/// [`Route::steps`] or the first of them, walked by lockgate's
+/// [`Attempt`].
 ///
 /// # Errors
 ///
 /// As for [`connect`], but for the handshake's.
+///
+/// # Panics
+///
+/// As for [`Attempt::new`] and [`Attempt::poll_step`]: when `steps` do
+/// not begin with [`DialStep::Connect`], or are not `route`'s.
 pub async fn open<R: Connect>(
     route: &Route,
     steps: &[DialStep<'_>],
@@ -97,56 +95,40 @@ pub async fn open<R: Connect>(
     nodelay: bool,
     deadline: Option<Instant>,
 ) -> Result<R::Stream> {
+    walk::<R>(
+        Attempt::new(route, steps.to_vec(), connector, deadline),
+        nodelay,
+    )
+    .await
+}
+
+/// Does the steps of `attempt` with `R`'s I/O, all by its deadline: the
+/// connection the handshake then runs on.
+async fn walk<R: Connect>(mut attempt: Attempt<'_>, nodelay: bool) -> Result<R::Stream> {
+    let deadline = attempt.deadline();
     // On the heap: a TLS handshake's state is large, and a task that
     // connects and then serves the connection would carry it for life.
     let connection = Box::pin(async {
-        let mut stream = None;
-        let mut resolved = None;
-        for &step in steps {
+        let (host, port) = attempt.first_hop();
+        let tcp = R::tcp(host, port, nodelay).await.map_err(Error::from);
+        let mut stream = attempt.handle_connect(tcp)?;
+        while let Some(step) = attempt.poll_step() {
             match step {
-                DialStep::Connect { host, port } => {
-                    let tcp = R::tcp(host, port, nodelay)
-                        .await
-                        .map_err(|error| route.connect_error(error))?;
-                    stream = Some(tcp);
+                AttemptStep::Tls { host, connector } => {
+                    stream = R::secure(stream, host, connector).await?;
                 }
-                DialStep::Tls { host } => {
-                    let connector = connector.cloned().expect("chosen for every Tls step");
-                    let transport = stream.take().expect("Connect comes first");
-                    stream = Some(R::secure(transport, host, connector).await?);
+                AttemptStep::Resolve { host, port } => {
+                    let address = R::lookup(host, port).await.map_err(Error::from);
+                    attempt.handle_resolved(address)?;
                 }
-                DialStep::Resolve { host, port } => {
-                    let address = R::lookup(host, port)
-                        .await
-                        .map_err(|error| route.resolve_error(error))?;
-                    resolved = Some(address);
+                AttemptStep::Tunnel(tunnel) => {
+                    exchange::<R, _, _>(&mut stream, tunnel).await?;
                 }
-                DialStep::Tunnel => {
-                    let tunnel = route.tunnel(resolved, deadline).expect("a proxy's step");
-                    let transport = stream.as_mut().expect("Connect comes first");
-                    exchange::<R, _, _>(transport, tunnel).await?;
-                }
-                DialStep::Handshake => break,
             }
         }
-        Ok::<_, Error>(stream.expect("Connect comes first"))
+        Ok::<_, Error>(stream)
     });
     until::<R, _>(deadline, connection)
         .await
         .ok_or(Error::Timeout(TimeoutKind::Handshake))?
-}
-
-/// The first address of `addresses`, or the error a lookup that found none
-/// reports.
-///
-/// # Errors
-///
-/// [`io::ErrorKind::NotFound`] for an empty list.
-pub fn first_address(
-    mut addresses: impl Iterator<Item = std::net::SocketAddr>,
-) -> io::Result<std::net::IpAddr> {
-    addresses
-        .next()
-        .map(|address| address.ip())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))
 }

@@ -14,7 +14,10 @@ mod handshake;
 mod split;
 mod stream;
 
-pub use dial::{connect, first_address, open};
+pub use dial::{connect, open};
 pub use handshake::{accept_with, client_with, exchange, finish_client, until};
+/// The first address a lookup found ([`Connect::lookup`](crate::runtime::Connect::lookup)),
+/// or `NotFound`: lockgate's, where the dial's other decisions are.
+pub use lockgate::dial::first_address;
 pub use split::{WebSocketReadHalf, WebSocketWriteHalf};
 pub use stream::{SendFlush, WebSocketStream, stream_item};
