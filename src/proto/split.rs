@@ -46,8 +46,7 @@ impl WebSocketContext {
             RateLimiter::attach(Negotiated::compressing(compression), self.rate_limit());
         let mut sender = WebSocketContext::idle(self.role, self.settings, self.deflate, negotiated);
         sender.state = self.state;
-        sender.flush_owed = std::mem::take(&mut self.flush_owed);
-        sender.flush_requested = std::mem::take(&mut self.flush_requested);
+        sender.owed = self.owed.split_off_flushes();
         #[cfg(feature = "tracing")]
         {
             sender.span = self.span.clone();
@@ -77,8 +76,7 @@ impl WebSocketContext {
         if let (Some(ours), Some(theirs)) = (self.compression_mut(), sender.compression_mut()) {
             ours.swap_deflater(theirs);
         }
-        self.flush_owed |= sender.flush_owed;
-        self.flush_requested |= sender.flush_requested;
+        self.owed.rejoin_flushes(&sender.owed);
         // A driver tells this side of the sender's close (with its code) as
         // it happens; this only covers a driver that did not, so the code
         // is not known here.
@@ -98,7 +96,7 @@ impl WebSocketContext {
     pub fn queue_control(&mut self, frames: &bytes::Bytes, closes: bool) {
         if !frames.is_empty() {
             self.codec.output.push_encoded(frames);
-            self.flush_owed = true;
+            self.owed.owe_flush();
         }
         if closes {
             self.receiver_closing(false);
@@ -125,7 +123,7 @@ impl WebSocketContext {
     pub fn close_sent_by_sender(&mut self, code: Option<CloseCode>) {
         // Refused once closing began: then there is nothing to change.
         if self.close_sent(code).is_ok() {
-            self.pending_pong = None;
+            self.owed.forget_pong();
         }
     }
 

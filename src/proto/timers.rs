@@ -201,7 +201,7 @@ impl WebSocketContext {
             Phase::Unarmed => {}
             Phase::Idle | Phase::AwaitingPong if heard => self.idle_from(now),
             Phase::Idle => {
-                self.pending_ping = true;
+                self.owed.owe_ping();
                 match self.settings.get_ping_timeout() {
                     Some(timeout) => {
                         self.timer.phase = Phase::AwaitingPong;
@@ -217,8 +217,7 @@ impl WebSocketContext {
             Phase::Lingering => self.end_linger(),
             Phase::Closing => {
                 self.deadline = None;
-                self.pending_pong = None;
-                self.pending_close = None;
+                self.owed.close_timed_out();
                 self.deliver_failure(Error::Timeout(TimeoutKind::Close));
             }
         }
