@@ -124,6 +124,9 @@ pub struct WebSocketContext {
     pub(super) delivered: Option<Box<Result<Message>>>,
     /// The deadline the connection waits on; `timer` says what it means
     /// and counts the keepalive pings sent, whose pongs a read consumes.
+    /// Only `timers.rs` sets either. Two fields, not one type: together
+    /// the timer's three bytes would pad to eight after the deadline,
+    /// where apart they pack with the context's other small fields.
     pub(super) deadline: Option<Instant>,
     pub(super) timer: Timer,
     /// What a read owes the stream before it reports the end of the
@@ -335,7 +338,7 @@ impl WebSocketContext {
     /// If `n` exceeds the length of the space handed out.
     pub fn commit_input(&mut self, n: usize) {
         self.codec.input.commit(n);
-        self.timer.heard |= n > 0;
+        self.timer.heard_if(n > 0);
     }
 
     /// The receive buffer, with room reserved for the next read and limited
@@ -353,13 +356,13 @@ impl WebSocketContext {
     /// `n` bytes were appended to [`input_buffer`](Self::input_buffer).
     pub fn input_appended(&mut self, n: usize) {
         self.codec.input.appended(n);
-        self.timer.heard |= n > 0;
+        self.timer.heard_if(n > 0);
     }
 
     /// Appends received bytes (copying them).
     pub fn feed(&mut self, data: &[u8]) {
         self.codec.input.extend(data);
-        self.timer.heard |= !data.is_empty();
+        self.timer.heard_if(!data.is_empty());
     }
 
     /// Received bytes not yet turned into messages.

@@ -144,7 +144,7 @@ impl WebSocketContext {
     /// the read reports the failure next.
     pub(super) fn end_linger(&mut self) {
         self.ending = Ending::Report;
-        self.deadline = None;
+        self.disarm_deadline();
     }
 }
 
