@@ -188,7 +188,9 @@ pub use handshake::{ClientOptions, HandshakeError, ServerOptions};
 pub use http;
 pub use message::{CloseFrame, Message};
 pub use prepared::PreparedMessage;
-pub use proto::{Next, Operation, Output, RateLimit, RatePolicy, WebSocketContext};
+pub use proto::{
+    ControlFrames, Next, Operation, Output, RateLimit, RatePolicy, SendHalf, WebSocketContext,
+};
 pub use protocol::WebSocketConfig;
 pub use server::{ServerHandshake, accept, accept_hdr, accept_hdr_with_config, accept_with_config};
 pub use std_stream::ReadTimeoutFn;

@@ -2,21 +2,21 @@
 
 use std::time::Instant;
 
+use bytes::BytesMut;
 use bytes::buf::Limit;
-use bytes::{Bytes, BytesMut};
 
 use crate::codec::FrameCodec;
 use crate::config::{Config, Role, Settings};
 use crate::deflate::DeflateParams;
 use crate::error::Result;
 use crate::error::{Error, ProtocolError};
-use crate::frame::CloseCode;
 use crate::message::Message;
 use crate::proto::assembler::Fragments;
 use crate::proto::compression::{self, Compression};
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};
 use crate::proto::linger::Ending;
+use crate::proto::owed::Owed;
 use crate::proto::rate_limit::RateLimiter;
 use crate::proto::state::State;
 use crate::proto::timers::Timer;
@@ -106,13 +106,9 @@ pub struct WebSocketContext {
     /// Validates the text message currently arriving; `None` while the
     /// current data message is binary.
     pub(super) text: Option<Utf8Stream>,
-    /// Only the newest unanswered ping is answered. Boxed, like the
-    /// other rarely present state: idle connections are many.
-    pub(super) pending_pong: Option<Box<Bytes>>,
-    /// A close frame to send: our reply, or the failure of the connection.
-    /// Such frames carry a code (or none) and never a reason.
-    pub(super) pending_close: Option<Option<CloseCode>>,
-    pub(super) flush_owed: bool,
+    /// The control frames queued for the peer and the flushes owed to
+    /// the stream.
+    pub(super) owed: Owed,
     /// What permessage-deflate negotiated, if anything.
     pub(super) deflate: Option<DeflateParams>,
     /// The compression state and subprotocol, if the handshake negotiated
@@ -128,14 +124,11 @@ pub struct WebSocketContext {
     pub(super) delivered: Option<Box<Result<Message>>>,
     /// The deadline the connection waits on; `timer` says what it means
     /// and counts the keepalive pings sent, whose pongs a read consumes.
+    /// Only `timers.rs` sets either. Two fields, not one type: together
+    /// the timer's three bytes would pad to eight after the deadline,
+    /// where apart they pack with the context's other small fields.
     pub(super) deadline: Option<Instant>,
     pub(super) timer: Timer,
-    /// A keepalive ping is due.
-    pub(super) pending_ping: bool,
-    /// The stream could not take owed output; the next read poll reads on.
-    pub(super) output_blocked: bool,
-    /// The caller asked for a flush that has not happened yet.
-    pub(super) flush_requested: bool,
     /// What a read owes the stream before it reports the end of the
     /// connection: shutting down the write side, after a completed closing
     /// handshake or a failure, and after a failure a lingering close
@@ -248,18 +241,13 @@ impl WebSocketContext {
             state: State::Active,
             fragments: None,
             text: None,
-            pending_pong: None,
-            pending_close: None,
-            flush_owed: false,
+            owed: Owed::default(),
             deflate,
             negotiated,
             inflating: None,
             delivered: None,
             deadline: None,
             timer: Timer::default(),
-            pending_ping: false,
-            output_blocked: false,
-            flush_requested: false,
             ending: Ending::Report,
             #[cfg(feature = "metrics")]
             counters: Default::default(),
@@ -350,7 +338,7 @@ impl WebSocketContext {
     /// If `n` exceeds the length of the space handed out.
     pub fn commit_input(&mut self, n: usize) {
         self.codec.input.commit(n);
-        self.timer.heard |= n > 0;
+        self.timer.heard_if(n > 0);
     }
 
     /// The receive buffer, with room reserved for the next read and limited
@@ -368,13 +356,13 @@ impl WebSocketContext {
     /// `n` bytes were appended to [`input_buffer`](Self::input_buffer).
     pub fn input_appended(&mut self, n: usize) {
         self.codec.input.appended(n);
-        self.timer.heard |= n > 0;
+        self.timer.heard_if(n > 0);
     }
 
     /// Appends received bytes (copying them).
     pub fn feed(&mut self, data: &[u8]) {
         self.codec.input.extend(data);
-        self.timer.heard |= !data.is_empty();
+        self.timer.heard_if(!data.is_empty());
     }
 
     /// Received bytes not yet turned into messages.
@@ -395,8 +383,7 @@ impl WebSocketContext {
         }
         let state = self.state;
         self.stream_ended();
-        self.pending_pong = None;
-        self.pending_ping = false;
+        self.owed.stream_ended();
         let error = match state {
             State::CloseAcknowledged => {
                 self.end_with_shutdown();
@@ -413,7 +400,7 @@ impl WebSocketContext {
 mod tests {
     use super::*;
     use crate::message::Message;
-    use bytes::Buf;
+    use bytes::{Buf, Bytes};
 
     #[test]
     fn a_burst_keeps_its_out_buffer_until_the_flush() {

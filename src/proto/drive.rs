@@ -123,8 +123,8 @@ impl WebSocketContext {
         self.prepare_output();
         match op {
             Operation::Read => self.poll_read(),
-            Operation::Flush => Ok(self.drain_and_flush(self.flush_requested)),
-            Operation::Write if self.flush_owed => Ok(self.drain_and_flush(false)),
+            Operation::Flush => Ok(self.drain_and_flush(self.owed.flush_requested())),
+            Operation::Write if self.owed.flush_owed() => Ok(self.drain_and_flush(false)),
             Operation::Write if self.should_write_out() => Ok(Next::Transmit),
             Operation::Write => Ok(Next::Done),
         }
@@ -135,7 +135,7 @@ impl WebSocketContext {
     /// buffered: the stream may hold bytes of its own). Only that
     /// operation carries it out; a write never does.
     pub fn flush(&mut self) {
-        self.flush_requested = true;
+        self.owed.request_flush();
     }
 
     /// The pending output as one [`Buf`]: write its chunks (all of them at
@@ -152,7 +152,7 @@ impl WebSocketContext {
     pub fn write_would_block(&mut self, op: Operation) -> bool {
         let read_on =
             op == Operation::Read && (self.delivered.is_some() || self.state.can_receive());
-        self.output_blocked = read_on;
+        self.owed.output_would_block(read_on);
         !read_on
     }
 
@@ -169,7 +169,7 @@ impl WebSocketContext {
 
     /// The stream was flushed.
     pub fn flushed(&mut self) {
-        self.flush_requested = false;
+        self.owed.flushed();
         self.on_flushed();
         self.report_counts();
     }
@@ -198,7 +198,7 @@ impl WebSocketContext {
     #[inline]
     fn poll_read(&mut self) -> Result<Next> {
         // Only the poll right after a blocked write skips the output.
-        let may_output = !std::mem::take(&mut self.output_blocked);
+        let may_output = self.owed.take_may_output();
         if may_output {
             if let Some(next) = self.owed_output() {
                 return Ok(next);
@@ -256,7 +256,7 @@ impl WebSocketContext {
     /// The step that delivers a pong, keepalive ping or close frame in the
     /// out buffer: write it (and whatever data is ahead of it) and flush.
     fn owed_output(&self) -> Option<Next> {
-        if !self.flush_owed {
+        if !self.owed.flush_owed() {
             None
         } else if self.codec.output.is_empty() {
             Some(Next::Flush)
@@ -271,7 +271,7 @@ impl WebSocketContext {
     fn drain_and_flush(&self, requested: bool) -> Next {
         if !self.codec.output.is_empty() {
             Next::Transmit
-        } else if requested || self.flush_owed {
+        } else if requested || self.owed.flush_owed() {
             Next::Flush
         } else {
             Next::Done

@@ -111,7 +111,7 @@ impl WebSocketContext {
     /// buffer of what the last read of a linger brought, keeping its
     /// allocation.
     pub(super) fn poll_ending(&mut self) -> Option<Next> {
-        if self.is_lingering() && (!self.codec.output.is_empty() || self.flush_owed) {
+        if self.is_lingering() && (!self.codec.output.is_empty() || self.owed.flush_owed()) {
             self.end_linger();
         }
         match self.ending {
@@ -144,7 +144,7 @@ impl WebSocketContext {
     /// the read reports the failure next.
     pub(super) fn end_linger(&mut self) {
         self.ending = Ending::Report;
-        self.deadline = None;
+        self.disarm_deadline();
     }
 }
 

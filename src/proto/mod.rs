@@ -8,6 +8,7 @@ mod context;
 mod drive;
 mod lifecycle;
 mod linger;
+mod owed;
 mod rate_limit;
 mod receive;
 mod send;
@@ -23,3 +24,4 @@ pub use drive::{Next, Operation, Output};
 #[allow(unused_imports, reason = "for the rate limits to report through")]
 pub(crate) use lifecycle::RateLimitAction;
 pub use rate_limit::{RateLimit, RatePolicy};
+pub use split::{ControlFrames, SendHalf};

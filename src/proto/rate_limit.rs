@@ -605,7 +605,7 @@ impl WebSocketContext {
             RatePolicy::Throttle => {
                 limiter.held = Some(msg);
                 // We stop reading: the peer's silence from now on is ours.
-                self.timer.heard = true;
+                self.timer.heard_if(true);
                 if !was_held {
                     self.observe_rate_limit(RateLimitAction::Throttled);
                 }

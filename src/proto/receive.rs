@@ -53,7 +53,9 @@ impl WebSocketContext {
         match self.state {
             State::Terminated => return Err(Error::AlreadyClosed),
             State::ClosedByPeer | State::CloseAcknowledged => {
-                if self.pending_close.is_none() && self.codec.output.is_empty() && !self.flush_owed
+                if !self.owed.close_queued()
+                    && self.codec.output.is_empty()
+                    && !self.owed.flush_owed()
                 {
                     self.completed();
                     return Err(Error::ConnectionClosed);
@@ -76,9 +78,9 @@ impl WebSocketContext {
         if let Some(code) = error.close_code() {
             self.observe_protocol_error(&error);
             if self.state == State::Active {
-                self.pending_close = Some(Some(code));
+                self.owed.owe_close(Some(code));
             }
-            self.pending_pong = None;
+            self.owed.forget_pong();
             self.failed(code);
         }
         error
@@ -108,7 +110,11 @@ impl WebSocketContext {
             } else if let (true, Some(fragments)) = (data, self.fragments.as_mut()) {
                 // Copied straight from the receive buffer into the message:
                 // no allocation per fragment.
-                fragments.push(frame.payload(), header.is_final, self.settings.message_limit());
+                fragments.push(
+                    frame.payload(),
+                    header.is_final,
+                    self.settings.message_limit(),
+                );
                 frame.skip();
                 self.finish_fragment(header.is_final)?
             } else {
@@ -174,7 +180,7 @@ impl WebSocketContext {
             }
             OpCode::Ping => {
                 if self.state.answers_pings() {
-                    self.pending_pong = Some(Box::new(payload.clone()));
+                    self.owed.owe_pong(payload.clone());
                 }
                 Message::Ping(payload)
             }
@@ -188,7 +194,7 @@ impl WebSocketContext {
                 if self.close_received(code)? {
                     // Echo the code; a reply to a close without one is
                     // empty too.
-                    self.pending_close = Some(code);
+                    self.owed.owe_close(code);
                 }
                 Message::Close(frame)
             }

@@ -282,10 +282,10 @@ impl WebSocketContext {
             State::Active => {
                 self.close_sent(frame.as_ref().map(|f| f.code))?;
                 self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
-                self.pending_pong = None;
+                self.owed.forget_pong();
                 // No data can follow a close, so holding it back gains
                 // nothing, and the peer's reply waits on it.
-                self.flush_owed = true;
+                self.owed.owe_flush();
                 Ok(())
             }
             // Our reply echoes the peer's code; it is already queued.
@@ -303,33 +303,33 @@ impl WebSocketContext {
     #[inline]
     pub(super) fn prepare_output(&mut self) {
         // Nearly every call finds nothing queued.
-        if self.pending_pong.is_some() || self.pending_close.is_some() || self.pending_ping {
+        if self.owed.has_queued() {
             self.move_queued_frames();
         }
     }
 
     fn move_queued_frames(&mut self) {
-        if self.pending_close.is_some() && self.flush_owed {
+        if self.owed.close_queued() && self.owed.flush_owed() {
             // The close frame goes now; a pong may not follow it.
-            self.pending_pong = None;
+            self.owed.forget_pong();
         }
-        if std::mem::take(&mut self.pending_ping) && self.state == State::Active {
+        if self.owed.take_ping() && self.state == State::Active {
             let payload = self.next_keepalive_payload();
             self.push_frame(OpCode::Ping, payload);
-            self.flush_owed = true;
+            self.owed.owe_flush();
         }
-        if !self.flush_owed {
-            if let Some(payload) = self.pending_pong.take() {
+        if !self.owed.flush_owed() {
+            if let Some(payload) = self.owed.take_pong() {
                 if self.state.answers_pings() {
-                    self.push_frame(OpCode::Pong, *payload);
-                    self.flush_owed = true;
+                    self.push_frame(OpCode::Pong, payload);
+                    self.owed.owe_flush();
                 }
             }
         }
-        if let Some(frame) = self.pending_close.take() {
+        if let Some(frame) = self.owed.take_close() {
             let frame = frame.map(|code| CloseFrame::new(code, ""));
             self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
-            self.flush_owed = true;
+            self.owed.owe_flush();
             self.close_frame_queued();
         }
     }
@@ -339,7 +339,7 @@ impl WebSocketContext {
     /// writes never waits in a read to release buffers).
     pub(super) fn on_flushed(&mut self) {
         if self.codec.output.is_empty() {
-            self.flush_owed = false;
+            self.owed.flush_paid();
             self.codec.output.release_if_drained();
             if let Some(compression) = self.compression_mut() {
                 compression.release_idle();

@@ -1,37 +1,84 @@
 //! One connection driven from two tasks without a lock between them: the
 //! context keeps receiving (input, assembly, inflating, rate limits,
-//! deadlines) and splits off a second context that sends (the out buffer,
+//! deadlines) and splits off a [`SendHalf`] that sends (the out buffer,
 //! the compressor with its history). What one side owes the other crosses
-//! as data the driver hands over, never as a shared lock:
+//! as a value the driver hands over, never as a shared lock:
 //!
 //! - control frames the receiving side queues (a pong, the reply to a
 //!   close, a keepalive ping, the close that fails the connection) leave
-//!   it as encoded bytes ([`output`](WebSocketContext::output)) and enter
-//!   the sender through [`queue_control`](WebSocketContext::queue_control),
-//!   behind the data already queued there;
-//! - a close frame the sender sent, and the end of the receiving side's
-//!   connection, are states each side is told of
-//!   ([`close_sent_by_sender`](WebSocketContext::close_sent_by_sender),
-//!   [`receiver_closing`](WebSocketContext::receiver_closing)).
+//!   it as [`ControlFrames`] ([`WebSocketContext::take_control_frames`])
+//!   and enter the send half through [`SendHalf::queue_control`], behind
+//!   the data already queued there;
+//! - a close frame the send half sent, and the end of the receiving side's
+//!   connection, are events each side is told of
+//!   ([`WebSocketContext::close_sent_by_sender`],
+//!   [`SendHalf::receiver_ended`]).
 //!
-//! These are the seams of split drivers (async-lockgate's split halves),
-//! hidden from the documentation.
+//! async-lockgate's split halves are built on this; so can any driver that
+//! reads and writes one connection from two tasks.
 
-use bytes::Buf;
+use std::ops::{Deref, DerefMut};
+
+use bytes::{Buf, Bytes};
 
 use crate::frame::CloseCode;
 use crate::proto::context::{Negotiated, WebSocketContext};
 use crate::proto::rate_limit::RateLimiter;
 use crate::proto::state::State;
 
+/// The sending side of a connection split across two tasks
+/// ([`WebSocketContext::split_sender`]): a context that holds the out
+/// buffer and the compressor, and that a driver writes, flushes and closes
+/// through as it would the whole connection ([`write`](WebSocketContext::write),
+/// [`close`](WebSocketContext::close), [`poll`](WebSocketContext::poll) with
+/// [`Operation::Write`](crate::Operation::Write) or
+/// [`Operation::Flush`](crate::Operation::Flush), [`output`](WebSocketContext::output)).
+/// It dereferences to that context; what it adds is what the receiving
+/// side tells it.
+///
+/// Its state changes and its drop are the receiving side's to report (to
+/// `metrics` and `tracing`), not its own: the connection is counted once.
+#[derive(Debug)]
+pub struct SendHalf {
+    context: WebSocketContext,
+}
+
+/// Control frames the receiving side of a split connection queued (a
+/// pong, the reply to a close, a keepalive ping, the close that fails the
+/// connection), encoded, for its [`SendHalf`] to send behind the data
+/// queued there: from [`WebSocketContext::take_control_frames`] to
+/// [`SendHalf::queue_control`]. Dropping it loses frames the peer is owed.
+#[derive(Debug)]
+#[must_use = "the peer is owed these frames: hand them to the send half"]
+pub struct ControlFrames {
+    frames: Bytes,
+    /// They include a close frame, or the receiving side is over: nothing
+    /// more may be sent after them.
+    closes: bool,
+}
+
+impl ControlFrames {
+    /// Whether nothing more may be sent after these frames: they include
+    /// a close frame, or the connection is over.
+    pub fn closes(&self) -> bool {
+        self.closes
+    }
+
+    /// Whether there are no frames (there may still be news:
+    /// [`closes`](Self::closes)).
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+}
+
 impl WebSocketContext {
-    /// Splits off the sending side: a context that takes the out buffer
-    /// (with what is queued, and a flush owed or asked for) and the
-    /// compressor, and sends from now on; this context keeps receiving
-    /// and queues only control frames, for the driver to hand over. Its
-    /// state changes are reported by this context, not by itself.
-    #[doc(hidden)]
-    pub fn split_sender(&mut self) -> WebSocketContext {
+    /// Splits off the sending side: a [`SendHalf`] that takes the out
+    /// buffer (with what is queued, and a flush owed or asked for) and the
+    /// compressor, and sends from now on; this context keeps receiving and
+    /// queues only control frames, for the driver to hand over
+    /// ([`take_control_frames`](Self::take_control_frames)). Its state
+    /// changes are reported by this context, not by itself.
+    pub fn split_sender(&mut self) -> SendHalf {
         let mut compression = crate::proto::compression::negotiated(
             self.role,
             self.deflate.as_ref(),
@@ -46,8 +93,7 @@ impl WebSocketContext {
             RateLimiter::attach(Negotiated::compressing(compression), self.rate_limit());
         let mut sender = WebSocketContext::idle(self.role, self.settings, self.deflate, negotiated);
         sender.state = self.state;
-        sender.flush_owed = std::mem::take(&mut self.flush_owed);
-        sender.flush_requested = std::mem::take(&mut self.flush_requested);
+        sender.owed = self.owed.split_off_flushes();
         #[cfg(feature = "tracing")]
         {
             sender.span = self.span.clone();
@@ -57,15 +103,15 @@ impl WebSocketContext {
             sender.quiet = true;
         }
         std::mem::swap(&mut sender.codec.output, &mut self.codec.output);
-        sender
+        SendHalf { context: sender }
     }
 
     /// Takes the sending side back from [`split_sender`](Self::split_sender):
     /// its out buffer, followed by the control frames this context still
     /// holds (not handed over while the stream was full), its compressor,
     /// and what it owes. Its state was reported here as it changed.
-    #[doc(hidden)]
-    pub fn rejoin_sender(&mut self, mut sender: WebSocketContext) {
+    pub fn rejoin_sender(&mut self, sender: SendHalf) {
+        let mut sender = sender.context;
         let held = {
             let output = &mut self.codec.output;
             output.copy_to_bytes(output.remaining())
@@ -77,8 +123,7 @@ impl WebSocketContext {
         if let (Some(ours), Some(theirs)) = (self.compression_mut(), sender.compression_mut()) {
             ours.swap_deflater(theirs);
         }
-        self.flush_owed |= sender.flush_owed;
-        self.flush_requested |= sender.flush_requested;
+        self.owed.rejoin_flushes(&sender.owed);
         // A driver tells this side of the sender's close (with its code) as
         // it happens; this only covers a driver that did not, so the code
         // is not known here.
@@ -89,59 +134,78 @@ impl WebSocketContext {
         self.counters.absorb(&mut sender.counters);
     }
 
-    /// Appends control frames the receiving side encoded (its
-    /// [`output`](Self::output)) behind what is queued, owed a flush like
-    /// any pong or close. Never refused for room, as such frames never
-    /// are. `closes`: they include a close frame, after which nothing more
-    /// may be sent.
-    #[doc(hidden)]
-    pub fn queue_control(&mut self, frames: &bytes::Bytes, closes: bool) {
-        if !frames.is_empty() {
-            self.codec.output.push_encoded(frames);
-            self.flush_owed = true;
-        }
-        if closes {
-            self.receiver_closing(false);
-        }
-    }
-
-    /// The receiving side sent a close frame, or its connection ended
-    /// (`ended`): nothing more may be sent ([`ProtocolError::SendAfterClosing`](crate::error::ProtocolError::SendAfterClosing),
-    /// or [`Error::AlreadyClosed`](crate::Error::AlreadyClosed) once ended).
-    #[doc(hidden)]
-    pub fn receiver_closing(&mut self, ended: bool) {
-        if ended {
-            self.completed();
-        } else {
-            self.peer_closing();
+    /// The control frames this receiving side queued since the last call
+    /// (its [`output`](Self::output), taken whole), for its [`SendHalf`]
+    /// to send. Call it whenever a [`poll`](Self::poll) of a read asks to
+    /// [`Transmit`](crate::Next::Transmit) or [`Flush`](crate::Next::Flush),
+    /// and when the read ends.
+    pub fn take_control_frames(&mut self) -> ControlFrames {
+        let frames = {
+            let mut output = self.output();
+            output.copy_to_bytes(output.remaining())
+        };
+        ControlFrames {
+            frames,
+            closes: matches!(self.state, State::CloseAcknowledged | State::Terminated),
         }
     }
 
-    /// The sending side sent a close frame with `code`: the closing
+    /// The send half sent a close frame with `code`: the closing
     /// handshake has begun, so this (receiving) context answers no more
     /// pings, waits for the peer's close within the close timeout, and
-    /// does not reply to it.
-    #[doc(hidden)]
+    /// does not reply to it. Tell it once the close is queued
+    /// ([`SendHalf::sent_close`]).
     pub fn close_sent_by_sender(&mut self, code: Option<CloseCode>) {
         // Refused once closing began: then there is nothing to change.
         if self.close_sent(code).is_ok() {
-            self.pending_pong = None;
+            self.owed.forget_pong();
+        }
+    }
+}
+
+impl SendHalf {
+    /// Appends control frames the receiving side handed over behind what
+    /// is queued, owed a flush like any pong or close. Never refused for
+    /// room, as such frames never are. After frames that
+    /// [`close`](ControlFrames::closes), nothing more may be sent
+    /// ([`ProtocolError::SendAfterClosing`](crate::error::ProtocolError::SendAfterClosing)).
+    pub fn queue_control(&mut self, frames: ControlFrames) {
+        if !frames.frames.is_empty() {
+            self.context.codec.output.push_encoded(&frames.frames);
+            self.context.owed.owe_flush();
+        }
+        if frames.closes {
+            self.context.peer_closing();
         }
     }
 
-    /// Whether this sending side has sent a close frame of its own (see
-    /// [`close_sent_by_sender`](Self::close_sent_by_sender)).
-    #[doc(hidden)]
-    pub fn sent_close(&self) -> bool {
-        self.state == State::ClosedByUs
+    /// The receiving side's connection ended (its read failed or the
+    /// closing handshake completed): nothing more may be sent
+    /// ([`Error::AlreadyClosed`](crate::Error::AlreadyClosed)).
+    pub fn receiver_ended(&mut self) {
+        self.context.completed();
     }
 
-    /// Whether this receiving side has a close frame among the control
-    /// frames it queued, or is over: the sender must send nothing after
-    /// what is handed over now.
-    #[doc(hidden)]
-    pub fn receiver_closed(&self) -> bool {
-        matches!(self.state, State::CloseAcknowledged | State::Terminated)
+    /// Whether this send half has sent a close frame of its own (tell the
+    /// receiving side: [`WebSocketContext::close_sent_by_sender`]).
+    pub fn sent_close(&self) -> bool {
+        self.context.state == State::ClosedByUs
+    }
+}
+
+/// A send half is a context that sends: writing, closing, polling and the
+/// output are the context's own methods.
+impl Deref for SendHalf {
+    type Target = WebSocketContext;
+
+    fn deref(&self) -> &WebSocketContext {
+        &self.context
+    }
+}
+
+impl DerefMut for SendHalf {
+    fn deref_mut(&mut self) -> &mut WebSocketContext {
+        &mut self.context
     }
 }
 
@@ -186,9 +250,10 @@ mod tests {
         receiver.feed(&client_frame(OpCode::Ping, b"p"));
         // The receiving side answers the ping into its own buffer...
         assert_eq!(receiver.poll(Operation::Read).unwrap(), Next::Transmit);
-        let pong = drain(&mut receiver);
+        let pong = receiver.take_control_frames();
+        assert!(!pong.closes());
         // ...and the sending side takes it behind its data, owing a flush.
-        sender.queue_control(&pong, receiver.receiver_closed());
+        sender.queue_control(pong);
         assert_eq!(sender.poll(Operation::Write).unwrap(), Next::Transmit);
         let wire = drain(&mut sender);
         assert_eq!(
@@ -207,14 +272,14 @@ mod tests {
         let mut sender = receiver.split_sender();
         receiver.feed(&client_frame(OpCode::Close, &1000u16.to_be_bytes()));
         assert_eq!(receiver.poll(Operation::Read).unwrap(), Next::Transmit);
-        let reply = drain(&mut receiver);
-        assert!(receiver.receiver_closed());
-        sender.queue_control(&reply, true);
+        let reply = receiver.take_control_frames();
+        assert!(reply.closes());
+        sender.queue_control(reply);
         assert!(matches!(
             sender.write(Message::text("too late")),
             Err(Error::Protocol(ProtocolError::SendAfterClosing))
         ));
-        sender.receiver_closing(true);
+        sender.receiver_ended();
         assert!(matches!(
             sender.write(Message::text("over")),
             Err(Error::AlreadyClosed)

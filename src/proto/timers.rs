@@ -66,12 +66,21 @@ use crate::proto::state::State;
 pub(crate) struct Timer {
     phase: Phase,
     /// Bytes arrived since the deadline was set.
-    pub(super) heard: bool,
+    heard: bool,
     /// Keepalive pings sent, saturating at 255: keepalive ping `n` carries
     /// [`keepalive_payload`]`(n)`, so the payloads this connection sent are
     /// those of `1..=pings` (see the module docs). Saturating rather than
     /// wrapping keeps that exact: past 255 every ping carries 255.
     pings: u8,
+}
+
+impl Timer {
+    /// Bytes arrived (if `arrived`): the peer was heard from. On every
+    /// read, so inlined to a single `or`.
+    #[inline]
+    pub(super) fn heard_if(&mut self, arrived: bool) {
+        self.heard |= arrived;
+    }
 }
 
 /// The fixed start of a keepalive ping's payload.
@@ -149,6 +158,13 @@ impl WebSocketContext {
 }
 
 impl WebSocketContext {
+    /// Drops the armed deadline: what it was for is over (a linger that
+    /// ended); the next [`handle_timeout`](Self::handle_timeout) arms the
+    /// state's own, if any.
+    pub(super) fn disarm_deadline(&mut self) {
+        self.deadline = None;
+    }
+
     /// Whether the armed deadline means something in the connection's
     /// state: a deadline armed for an earlier state (keepalive, when our
     /// close has gone out since) is re-armed before it can fire.
@@ -201,7 +217,7 @@ impl WebSocketContext {
             Phase::Unarmed => {}
             Phase::Idle | Phase::AwaitingPong if heard => self.idle_from(now),
             Phase::Idle => {
-                self.pending_ping = true;
+                self.owed.owe_ping();
                 match self.settings.get_ping_timeout() {
                     Some(timeout) => {
                         self.timer.phase = Phase::AwaitingPong;
@@ -217,8 +233,7 @@ impl WebSocketContext {
             Phase::Lingering => self.end_linger(),
             Phase::Closing => {
                 self.deadline = None;
-                self.pending_pong = None;
-                self.pending_close = None;
+                self.owed.close_timed_out();
                 self.deliver_failure(Error::Timeout(TimeoutKind::Close));
             }
         }

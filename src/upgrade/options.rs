@@ -115,9 +115,10 @@ impl<C: Callback> ServerOptions<C> {
     /// permessage-deflate when the config has a deflate setting, and checks
     /// the origin policy and the handshake limits.
     pub fn handshake(self, now: Instant) -> HandshakeDriver<ServerUpgrade<C>> {
-        let handshake = ServerUpgrade::with_deflate(self.callback, self.config.get_deflate().copied())
-            .origin_policy(self.origin)
-            .handshake_limits(self.limits);
+        let handshake =
+            ServerUpgrade::with_deflate(self.callback, self.config.get_deflate().copied())
+                .origin_policy(self.origin)
+                .handshake_limits(self.limits);
         HandshakeDriver::server(handshake, self.config, now)
     }
 }

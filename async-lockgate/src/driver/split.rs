@@ -4,7 +4,7 @@
 //! The halves own their sides of the connection. The read half owns the
 //! receiving context (input, assembly, inflating, rate limits, deadlines)
 //! and the stream's read part; decoding takes no lock. The write half owns
-//! the sending context that [`WebSocketContext::split_sender`] splits off
+//! the [`SendHalf`] that [`WebSocketContext::split_sender`] splits off
 //! (the out buffer, the compressor) and the stream's write part, behind a
 //! mutex that only the write half takes on its path. What crosses:
 //!
@@ -33,13 +33,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
-use bytes::Buf;
 use futures_core::Stream;
 use futures_sink::Sink;
 use futures_util::task::AtomicWaker;
 use lockgate::{
     CloseCode, CloseFrame, Config, Error, Message, Next, Operation, PreparedMessage, Result,
-    WebSocketContext,
+    SendHalf, WebSocketContext,
 };
 
 use super::core::{Core, DeadlineTimer, poll_output_step, settle};
@@ -91,7 +90,7 @@ fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The sending side: the context split off the connection's and the
 /// stream's write part.
 struct Sender<S, R: SplitTransport<S>> {
-    context: WebSocketContext,
+    context: SendHalf,
     write: R::WritePart,
 }
 
@@ -332,13 +331,9 @@ impl<S, R: SplitTransport<S>> Receiver<S, R> {
         if shared.owed.load(Ordering::Acquire) && !Self::deliver(shared, &mut sender, wcx)? {
             return Ok(false);
         }
-        let context = &mut self.context;
-        let frames = {
-            let mut output = context.output();
-            output.copy_to_bytes(output.remaining())
-        };
-        let closes = context.receiver_closed();
-        sender.context.queue_control(&frames, closes);
+        sender
+            .context
+            .queue_control(self.context.take_control_frames());
         shared.owed.store(true, Ordering::Release);
         Self::deliver(shared, &mut sender, wcx)?;
         Ok(true)
@@ -492,7 +487,7 @@ impl<S, R: SplitTransport<S>> WebSocketReadHalf<S, R> {
             .store(receiver.context.buffered_input(), Ordering::Release);
         if let Poll::Ready(Err(_)) = &polled {
             read_side.terminated.store(true, Ordering::Release);
-            shared.sender().context.receiver_closing(true);
+            shared.sender().context.receiver_ended();
         }
         polled
     }
