@@ -198,8 +198,10 @@ impl WebSocketContext {
                 }
                 Message::Close(frame)
             }
-            OpCode::Data(_) | OpCode::Control(_) => {
-                unreachable!("the frame parser refuses reserved opcodes")
+            // The frame parser refuses reserved opcodes; should one get
+            // here, it fails the connection like any other (1002).
+            reserved @ (OpCode::Data(_) | OpCode::Control(_)) => {
+                return Err(ProtocolError::reserved_opcode(u8::from(reserved)).into());
             }
         };
         Ok(Some(msg))
