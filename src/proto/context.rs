@@ -8,19 +8,16 @@ use bytes::buf::Limit;
 use crate::codec::FrameCodec;
 use crate::config::{Config, Role, Settings};
 use crate::deflate::DeflateParams;
-use crate::error::Result;
 use crate::error::{Error, ProtocolError};
-use crate::message::Message;
-use crate::proto::assembler::Fragments;
 use crate::proto::compression::{self, Compression};
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};
 use crate::proto::linger::Ending;
 use crate::proto::owed::Owed;
 use crate::proto::rate_limit::RateLimiter;
+use crate::proto::receive_path::ReceivePath;
 use crate::proto::state::State;
 use crate::proto::timers::Timer;
-use crate::proto::utf8_stream::Utf8Stream;
 
 /// The largest control frame payload (RFC 6455 section 5.5).
 pub(super) const MAX_CONTROL_PAYLOAD: usize = 125;
@@ -101,11 +98,8 @@ pub struct WebSocketContext {
     pub(super) settings: Settings,
     pub(super) codec: FrameCodec,
     pub(super) state: State,
-    /// Boxed: fragmented messages are rare, and idle connections many.
-    pub(super) fragments: Option<Box<Fragments>>,
-    /// Validates the text message currently arriving; `None` while the
-    /// current data message is binary.
-    pub(super) text: Option<Utf8Stream>,
+    /// The message being received and the result a read holds back.
+    pub(super) receiving: ReceivePath,
     /// The control frames queued for the peer and the flushes owed to
     /// the stream.
     pub(super) owed: Owed,
@@ -114,14 +108,6 @@ pub struct WebSocketContext {
     /// The compression state and subprotocol, if the handshake negotiated
     /// either: see [`compression`](Self::compression).
     pub(super) negotiated: Option<Box<Negotiated>>,
-    /// The message being received is compressed: its inflated bytes so far
-    /// (boxed: one small allocation per compressed message, against 24
-    /// bytes on every connection).
-    pub(super) inflating: Option<Box<BytesMut>>,
-    /// What a read reports once owed output had its chance to go out: a
-    /// message that queued a pong, or the error that failed the
-    /// connection. Boxed: rare, and idle connections many.
-    pub(super) delivered: Option<Box<Result<Message>>>,
     /// The deadline the connection waits on; `timer` says what it means
     /// and counts the keepalive pings sent, whose pongs a read consumes.
     /// Only `timers.rs` sets either. Two fields, not one type: together
@@ -239,13 +225,10 @@ impl WebSocketContext {
             settings,
             codec: FrameCodec::default(),
             state: State::Active,
-            fragments: None,
-            text: None,
+            receiving: ReceivePath::default(),
             owed: Owed::default(),
             deflate,
             negotiated,
-            inflating: None,
-            delivered: None,
             deadline: None,
             timer: Timer::default(),
             ending: Ending::Report,
@@ -392,7 +375,7 @@ impl WebSocketContext {
             State::Terminated => Error::AlreadyClosed,
             _ => Error::Protocol(ProtocolError::ResetWithoutClosingHandshake),
         };
-        self.delivered = Some(Box::new(Err(error)));
+        self.receiving.hold(Err(error));
     }
 }
 

@@ -151,7 +151,7 @@ impl WebSocketContext {
     /// owed pong waits, since the peer may be waiting for us to read.
     pub fn write_would_block(&mut self, op: Operation) -> bool {
         let read_on =
-            op == Operation::Read && (self.delivered.is_some() || self.state.can_receive());
+            op == Operation::Read && (self.receiving.holds_result() || self.state.can_receive());
         self.owed.output_would_block(read_on);
         !read_on
     }
@@ -186,13 +186,7 @@ impl WebSocketContext {
     /// already parsed stays for the next read.
     pub fn io_error(&mut self, error: io::Error) -> Error {
         self.end_before_reporting();
-        match self.delivered.take() {
-            Some(pending) if pending.is_err() => pending.err().expect("checked"),
-            pending => {
-                self.delivered = pending;
-                Error::Io(error)
-            }
-        }
+        self.receiving.take_held_error().unwrap_or(Error::Io(error))
     }
 
     #[inline]
@@ -207,8 +201,8 @@ impl WebSocketContext {
         if let Some(next) = self.poll_ending() {
             return Ok(next);
         }
-        if let Some(pending) = self.delivered.take() {
-            return (*pending).map(Next::Message);
+        if let Some(held) = self.receiving.deliver() {
+            return held.map(Next::Message);
         }
         match self.next_message_within_limit() {
             Ok(Some(msg)) => {
@@ -217,7 +211,7 @@ impl WebSocketContext {
                     if let Some(next) = self.owed_output() {
                         // The pong or close reply goes out before the
                         // message is returned, unless the stream is full.
-                        self.delivered = Some(Box::new(Ok(msg)));
+                        self.receiving.hold(Ok(msg));
                         return Ok(next);
                     }
                 }
@@ -236,7 +230,7 @@ impl WebSocketContext {
             // Closing: what is left is draining our output.
             Ok(None) => Ok(self.drain_and_flush(false)),
             Err(Error::ConnectionClosed) => {
-                self.delivered = Some(Box::new(Err(Error::ConnectionClosed)));
+                self.receiving.hold(Err(Error::ConnectionClosed));
                 self.end_with_shutdown();
                 Ok(Next::Shutdown)
             }
@@ -245,7 +239,7 @@ impl WebSocketContext {
             // then the read lingers before it reports the error.
             Err(error) if error.close_code().is_some() => {
                 self.prepare_output();
-                self.delivered = Some(Box::new(Err(error)));
+                self.receiving.hold(Err(error));
                 self.begin_linger();
                 Ok(self.owed_output().unwrap_or(Next::Shutdown))
             }
@@ -290,7 +284,7 @@ impl WebSocketContext {
             self.observe_timeout(kind);
         }
         let error = self.fail(error);
-        self.delivered = Some(Box::new(Err(error)));
+        self.receiving.hold(Err(error));
         self.timed_out();
     }
 }

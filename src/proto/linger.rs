@@ -93,9 +93,7 @@ impl WebSocketContext {
     /// dropped: nothing of it will be handed over.
     pub(super) fn begin_linger(&mut self) {
         self.ending = Ending::ShutDownThenLinger;
-        self.fragments = None;
-        self.inflating = None;
-        self.text = None;
+        self.receiving.drop_message();
         self.codec.input.discard();
     }
 

@@ -11,6 +11,7 @@ mod linger;
 mod owed;
 mod rate_limit;
 mod receive;
+mod receive_path;
 mod send;
 mod split;
 mod state;

@@ -537,8 +537,8 @@ impl WebSocketContext {
             }
             (None, _) => {
                 let limiter = self.negotiated.as_mut().and_then(|n| n.rate.take());
-                if let (Some(msg), None) = (limiter.and_then(|l| l.held), &self.delivered) {
-                    self.delivered = Some(Box::new(Ok(msg)));
+                if let Some(msg) = limiter.and_then(|l| l.held) {
+                    self.receiving.hold_unless_holding(msg);
                 }
             }
         }

@@ -1,17 +1,16 @@
 //! The receive direction of [`WebSocketContext`]: frames in, messages out.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use crate::codec::FrameCheck;
 use crate::config::{Role, Settings};
 use crate::error::{CapacityError, Error, ProtocolError, Result};
 use crate::frame::{FrameHeader, OpCode};
 use crate::message::Message;
-use crate::proto::assembler::Fragments;
 use crate::proto::close_payload::parse_close;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
+use crate::proto::receive_path::ReceivePath;
 use crate::proto::state::State;
-use crate::proto::utf8_stream::Utf8Stream;
 use crate::utf8_bytes::Utf8Bytes;
 
 impl WebSocketContext {
@@ -93,9 +92,7 @@ impl WebSocketContext {
                 role: self.role,
                 settings: &self.settings,
                 negotiated,
-                fragments: &mut self.fragments,
-                text: &mut self.text,
-                inflating: &mut self.inflating,
+                receiving: &mut self.receiving,
             };
             let Some(frame) = self.codec.input.next_frame(&mut check)? else {
                 // The burst is over: what it counted goes to the recorder.
@@ -104,10 +101,10 @@ impl WebSocketContext {
             };
             let header = frame.header();
             let data = !header.opcode.is_control();
-            let msg = if data && self.inflating.is_some() {
+            let msg = if data && self.receiving.is_compressed() {
                 let payload = frame.take();
                 self.on_compressed_frame(header, payload)?
-            } else if let (true, Some(fragments)) = (data, self.fragments.as_mut()) {
+            } else if let (true, Some(fragments)) = (data, self.receiving.fragments_mut()) {
                 // Copied straight from the receive buffer into the message:
                 // no allocation per fragment.
                 fragments.push(
@@ -134,22 +131,20 @@ impl WebSocketContext {
         header: FrameHeader,
         payload: Bytes,
     ) -> Result<Option<Message>> {
-        let mut inflated = self.inflating.take().expect("a compressed message is open");
+        let mut inflated = self.receiving.take_inflating(header.is_final);
         let before = inflated.len();
         let max = self.settings.message_limit();
-        let text = self.text.is_some();
+        let text = self.receiving.is_text();
         let compression = self.compression_mut().expect("negotiated");
         compression.inflate(&payload, header.is_final, &mut inflated, max, text)?;
-        if let Some(validator) = self.text.as_mut() {
-            validator
-                .feed(&inflated[before..])
-                .map_err(|_| ProtocolError::InvalidUtf8)?;
-        }
+        self.receiving
+            .validate_text(&inflated[before..], false)
+            .map_err(|_| ProtocolError::InvalidUtf8)?;
         if !header.is_final {
-            self.inflating = Some(inflated);
+            self.receiving.keep_inflating(inflated);
             return Ok(None);
         }
-        let opcode = match self.fragments.take() {
+        let opcode = match self.receiving.take_fragments() {
             Some(fragments) => fragments.opcode(),
             None => header.opcode,
         };
@@ -162,7 +157,10 @@ impl WebSocketContext {
         if !fin {
             return Ok(None);
         }
-        let fragments = self.fragments.take().expect("a fragmented message is open");
+        let fragments = self
+            .receiving
+            .take_fragments()
+            .expect("a fragmented message is open");
         self.complete(fragments.opcode(), fragments.finish())
             .map(Some)
     }
@@ -172,7 +170,7 @@ impl WebSocketContext {
     fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Option<Message>> {
         let msg = match header.opcode {
             OpCode::Text | OpCode::Binary => {
-                debug_assert!(header.is_final, "a first fragment opens `fragments`");
+                debug_assert!(header.is_final, "a first fragment opens the fragment buffer");
                 self.complete(header.opcode, payload)?
             }
             OpCode::Continuation => {
@@ -215,8 +213,9 @@ impl WebSocketContext {
             self.count_received(payload.len());
             return Ok(Message::Binary(payload));
         }
-        let mut text = self.text.take().expect("text frames start a validator");
-        text.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
+        self.receiving
+            .finish_text()
+            .map_err(|_| ProtocolError::InvalidUtf8)?;
         self.count_received(payload.len());
         Ok(Message::Text(Utf8Bytes::from_validated(payload)))
     }
@@ -231,9 +230,7 @@ struct HeaderAndText<'a> {
     settings: &'a Settings,
     /// permessage-deflate was negotiated.
     negotiated: bool,
-    fragments: &'a mut Option<Box<Fragments>>,
-    text: &'a mut Option<Utf8Stream>,
-    inflating: &'a mut Option<Box<BytesMut>>,
+    receiving: &'a mut ReceivePath,
 }
 
 impl FrameCheck for HeaderAndText<'_> {
@@ -273,7 +270,7 @@ impl FrameCheck for HeaderAndText<'_> {
             }
             return Ok(());
         }
-        let so_far = match (header.opcode, &mut *self.fragments) {
+        let so_far = match (header.opcode, self.receiving.fragments_mut()) {
             (OpCode::Continuation, None) => {
                 return Err(ProtocolError::UnexpectedContinueFrame.into());
             }
@@ -311,7 +308,7 @@ impl FrameCheck for HeaderAndText<'_> {
         let compressed = if starts_message {
             compressed_start
         } else {
-            self.inflating.is_some()
+            self.receiving.is_compressed()
         };
         // A compressed message is limited by what it inflates to, checked
         // while inflating; its compressed frames by max_frame_size above.
@@ -325,19 +322,9 @@ impl FrameCheck for HeaderAndText<'_> {
                 .into());
             }
         }
-        match header.opcode {
-            OpCode::Text => *self.text = Some(Utf8Stream::default()),
-            OpCode::Binary => *self.text = None,
-            _ => {}
-        }
-        if starts_message && !header.is_final {
-            *self.fragments = Some(Box::new(Fragments::new(header.opcode)));
-        }
-        // A message can only start once the previous one is complete, so
-        // `inflating` is already `None` here unless this one is compressed.
-        debug_assert!(!starts_message || self.inflating.is_none());
-        if compressed_start {
-            *self.inflating = Some(Box::default());
+        if starts_message {
+            self.receiving
+                .open(header.opcode, header.is_final, compressed_start);
         }
         Ok(())
     }
@@ -346,16 +333,11 @@ impl FrameCheck for HeaderAndText<'_> {
     /// A compressed message is validated after inflating.
     #[inline]
     fn payload(&mut self, header: &FrameHeader, bytes: &[u8], ascii: bool) -> Result<()> {
-        if header.opcode.is_control() || self.inflating.is_some() {
+        if header.opcode.is_control() || self.receiving.is_compressed() {
             return Ok(());
         }
-        if let Some(text) = self.text.as_mut() {
-            // ASCII is valid UTF-8 when no character was cut off by the
-            // previous fragment.
-            if !(ascii && text.at_char_boundary()) {
-                text.feed(bytes).map_err(|_| ProtocolError::InvalidUtf8)?;
-            }
-        }
-        Ok(())
+        self.receiving
+            .validate_text(bytes, ascii)
+            .map_err(|_| ProtocolError::InvalidUtf8.into())
     }
 }
