@@ -1,7 +1,5 @@
 //! [`WebSocketContext`]: the whole protocol, with no I/O.
 
-use std::time::Instant;
-
 use bytes::BytesMut;
 use bytes::buf::Limit;
 
@@ -108,12 +106,8 @@ pub struct WebSocketContext {
     /// The compression state and subprotocol, if the handshake negotiated
     /// either: see [`compression`](Self::compression).
     pub(super) negotiated: Option<Box<Negotiated>>,
-    /// The deadline the connection waits on; `timer` says what it means
-    /// and counts the keepalive pings sent, whose pongs a read consumes.
-    /// Only `timers.rs` sets either. Two fields, not one type: together
-    /// the timer's three bytes would pad to eight after the deadline,
-    /// where apart they pack with the context's other small fields.
-    pub(super) deadline: Option<Instant>,
+    /// The deadline the connection waits on, what it means, and the
+    /// keepalive pings sent, whose pongs a read consumes (`timers.rs`).
     pub(super) timer: Timer,
     /// What a read owes the stream before it reports the end of the
     /// connection: shutting down the write side, after a completed closing
@@ -229,7 +223,6 @@ impl WebSocketContext {
             owed: Owed::default(),
             deflate,
             negotiated,
-            deadline: None,
             timer: Timer::default(),
             ending: Ending::Report,
             #[cfg(feature = "metrics")]

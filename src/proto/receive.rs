@@ -170,7 +170,10 @@ impl WebSocketContext {
     fn on_frame(&mut self, header: FrameHeader, payload: Bytes) -> Result<Option<Message>> {
         let msg = match header.opcode {
             OpCode::Text | OpCode::Binary => {
-                debug_assert!(header.is_final, "a first fragment opens the fragment buffer");
+                debug_assert!(
+                    header.is_final,
+                    "a first fragment opens the fragment buffer"
+                );
                 self.complete(header.opcode, payload)?
             }
             OpCode::Continuation => {

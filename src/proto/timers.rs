@@ -59,11 +59,14 @@ use crate::error::{Error, TimeoutKind};
 use crate::proto::context::WebSocketContext;
 use crate::proto::state::State;
 
-/// What the connection's one deadline (`WebSocketContext::deadline`,
-/// kept apart so the three bytes here pack with the context's flags)
-/// means, and how many keepalive pings went out.
+/// The connection's one deadline, what it means, and how many keepalive
+/// pings went out. Only this module reads or sets it. Its three small
+/// fields pad the deadline to three words, which the context affords
+/// since the text validator packs into the receive path.
 #[derive(Debug, Default)]
 pub(crate) struct Timer {
+    /// The deadline the connection waits on; `phase` says what it means.
+    deadline: Option<Instant>,
     phase: Phase,
     /// Bytes arrived since the deadline was set.
     heard: bool,
@@ -123,7 +126,7 @@ impl WebSocketContext {
     pub fn poll_timeout(&self) -> Option<Instant> {
         // A deadline armed for an earlier state means nothing now (the
         // next `handle_timeout` arms the state's own).
-        let deadline = self.deadline.filter(|_| self.timer_fits_state());
+        let deadline = self.timer.deadline.filter(|_| self.timer_fits_state());
         self.with_throttle_deadline(deadline)
     }
 
@@ -141,7 +144,7 @@ impl WebSocketContext {
     /// the time brought (`now` is the time it charges messages at).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.observe_rate_clock(now);
-        if self.timer_fits_state() && self.deadline.is_some_and(|deadline| deadline <= now) {
+        if self.timer_fits_state() && self.timer.deadline.is_some_and(|deadline| deadline <= now) {
             self.fire_timer(now);
         }
         self.report_counts();
@@ -162,7 +165,7 @@ impl WebSocketContext {
     /// ended); the next [`handle_timeout`](Self::handle_timeout) arms the
     /// state's own, if any.
     pub(super) fn disarm_deadline(&mut self) {
-        self.deadline = None;
+        self.timer.deadline = None;
     }
 
     /// Whether the armed deadline means something in the connection's
@@ -188,7 +191,7 @@ impl WebSocketContext {
                     // What is left of the closing handshake's deadline, if
                     // our close went out before the failure.
                     if self.timer.phase != Phase::Closing {
-                        self.deadline = self.settings.get_close_timeout().map(|t| now + t);
+                        self.timer.deadline = self.settings.get_close_timeout().map(|t| now + t);
                     }
                     self.timer.phase = Phase::Lingering;
                 }
@@ -202,7 +205,7 @@ impl WebSocketContext {
             State::ClosedByUs | State::ClosedByPeer | State::CloseAcknowledged => {
                 if self.timer.phase != Phase::Closing {
                     self.timer.phase = Phase::Closing;
-                    self.deadline = self.settings.get_close_timeout().map(|t| now + t);
+                    self.timer.deadline = self.settings.get_close_timeout().map(|t| now + t);
                 }
             }
         }
@@ -221,18 +224,18 @@ impl WebSocketContext {
                 match self.settings.get_ping_timeout() {
                     Some(timeout) => {
                         self.timer.phase = Phase::AwaitingPong;
-                        self.deadline = Some(now + timeout);
+                        self.timer.deadline = Some(now + timeout);
                     }
                     None => self.idle_from(now),
                 }
             }
             Phase::AwaitingPong => {
-                self.deadline = None;
+                self.timer.deadline = None;
                 self.deliver_failure(Error::Timeout(TimeoutKind::Keepalive));
             }
             Phase::Lingering => self.end_linger(),
             Phase::Closing => {
-                self.deadline = None;
+                self.timer.deadline = None;
                 self.owed.close_timed_out();
                 self.deliver_failure(Error::Timeout(TimeoutKind::Close));
             }
@@ -242,7 +245,7 @@ impl WebSocketContext {
     fn idle_from(&mut self, now: Instant) {
         self.timer.phase = Phase::Idle;
         self.timer.heard = false;
-        self.deadline = self.settings.get_ping_interval().map(|i| now + i);
+        self.timer.deadline = self.settings.get_ping_interval().map(|i| now + i);
     }
 
     /// The payload of the keepalive ping being encoded now, counting it as
