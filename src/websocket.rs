@@ -272,11 +272,12 @@ impl<S> WebSocket<S> {
 
     /// When the next deadline (keepalive, close, or the end of a rate
     /// limit's throttle) falls, if the connection waits on one; `read`
-    /// handles it once called at or after that time. (`&mut`: it tells
-    /// the connection the time, which arms its deadlines and does what is
-    /// already due, as a read would.)
-    pub fn deadline(&mut self) -> Option<Instant> {
-        self.context.handle_timeout(Instant::now());
+    /// handles it once called at or after that time. A query: every read
+    /// tells the connection the time before it reads, which arms the
+    /// deadlines of the wait ahead, so after a read that returned for lack
+    /// of data (a non-blocking stream's `WouldBlock`) this is when to call
+    /// `read` again.
+    pub fn deadline(&self) -> Option<Instant> {
         self.context.poll_timeout()
     }
 }

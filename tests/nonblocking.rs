@@ -219,3 +219,20 @@ fn a_non_blocking_handshake_is_interrupted_and_resumed() {
     assert_eq!(message, Some(Message::text("Hello")));
     drop(client.join().unwrap());
 }
+
+#[test]
+fn after_a_read_that_would_block_the_deadline_says_when_to_read_again() {
+    let interval = std::time::Duration::from_secs(7);
+    let config = Config::default().ping_interval(Some(interval));
+    let mut stream = MockStream::new();
+    stream.reads.push_back(ReadStep::WouldBlock);
+    let mut ws = WebSocket::from_raw_socket(stream, Role::Server, config);
+    let before = std::time::Instant::now();
+    assert!(ws.read().unwrap_err().is_would_block());
+    let after = std::time::Instant::now();
+    // The read told the connection the time and armed keepalive from it.
+    let deadline = ws.deadline().expect("keepalive is armed by the read");
+    assert!(deadline >= before + interval && deadline <= after + interval);
+    // Asking is a query: it changes nothing.
+    assert_eq!(ws.deadline(), Some(deadline));
+}
