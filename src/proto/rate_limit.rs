@@ -984,6 +984,30 @@ mod tests {
     }
 
     #[test]
+    fn a_hold_that_ended_before_the_keepalive_deadline_still_counts_as_hearing() {
+        let t0 = Instant::now();
+        let config = Config::default()
+            .rate_limit(RateLimit::messages_per_second(1))
+            .ping_interval(Some(10 * SECOND))
+            .ping_timeout(None);
+        let mut ctx = WebSocketContext::new(Role::Server, config);
+        // Two messages at once: the second is held until 1 s; then the
+        // peer is silent. The keepalive interval armed while the message
+        // was held starts again at its deadline (10 s): the first ping
+        // goes out at 20 s, not at 10.
+        let mut peer = Peer {
+            t0,
+            every: Duration::ZERO,
+            size: 10,
+            count: 2,
+            fed: 0,
+        };
+        let seen = run(&mut ctx, &mut peer, t0, t0 + 15 * SECOND);
+        assert_eq!(seen.delivered.len(), 2);
+        assert!(seen.written.is_empty(), "pinged: {:?}", seen.written);
+    }
+
+    #[test]
     fn pings_count_and_close_frames_do_not() {
         let t0 = Instant::now();
         let limit = RateLimit::messages_per_second(1).message_burst(1);

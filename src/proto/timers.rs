@@ -144,6 +144,12 @@ impl WebSocketContext {
     /// the time brought (`now` is the time it charges messages at).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.observe_rate_clock(now);
+        // About to wait without reading: the peer's silence meanwhile is
+        // ours, even if the hold ends before the keepalive deadline.
+        let throttled = self.state != State::Terminated && self.is_throttled();
+        if throttled {
+            self.timer.heard_if(true);
+        }
         if self.timer_fits_state() && self.timer.deadline.is_some_and(|deadline| deadline <= now) {
             self.fire_timer(now);
         }
@@ -156,7 +162,12 @@ impl WebSocketContext {
         if let Some(compression) = self.compression_mut() {
             compression.release_idle();
         }
+        let unarmed = self.timer.phase == Phase::Unarmed;
         self.arm_timer(now);
+        if throttled && unarmed {
+            // Arming keepalive just now forgot the hold.
+            self.timer.heard_if(true);
+        }
     }
 }
 
