@@ -227,12 +227,12 @@ fn after_a_read_that_would_block_the_deadline_says_when_to_read_again() {
     let mut stream = MockStream::new();
     stream.reads.push_back(ReadStep::WouldBlock);
     let mut ws = WebSocket::from_raw_socket(stream, Role::Server, config);
-    let before = std::time::Instant::now();
+    // Nothing armed before the first read: asking does not arm it.
+    assert_eq!(ws.deadline(), None);
+    assert_eq!(ws.deadline(), None);
     assert!(ws.read().unwrap_err().is_would_block());
-    let after = std::time::Instant::now();
     // The read told the connection the time and armed keepalive from it.
     let deadline = ws.deadline().expect("keepalive is armed by the read");
-    assert!(deadline >= before + interval && deadline <= after + interval);
     // Asking is a query: it changes nothing.
     assert_eq!(ws.deadline(), Some(deadline));
 }
