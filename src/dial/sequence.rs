@@ -1,7 +1,6 @@
 //! A client's whole dial as one sequence under one deadline: the
 //! [`Route`]'s steps for each attempt, and the redirects between attempts.
 
-use std::net::IpAddr;
 use std::time::Instant;
 
 use http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, PROXY_AUTHORIZATION, SEC_WEBSOCKET_KEY};
@@ -11,14 +10,13 @@ use super::attempt::Attempt;
 use super::client_options::ClientOptions;
 use super::route::{DialStep, Route};
 use super::tls::Connector;
-use super::tunnel::Tunnel;
 use crate::error::{Error, Result, UrlError};
 use crate::upgrade::{ClientUpgrade, HandshakeDriver, IntoClientRequest};
 
 /// Everything a driver needs to dial a `ws://` or `wss://` URL, decided
-/// once for every driver: where each attempt connects and through what
-/// ([`steps`](Self::steps)), the TLS [`Connector`], the proxy's
-/// [`tunnel`](Self::tunnel), the opening [`handshake`](Self::handshake),
+/// once for every driver: each [`attempt`](Self::attempt)'s walk (where it
+/// connects, and through what TLS [`Connector`] and proxy tunnel), the
+/// opening [`handshake`](Self::handshake),
 /// and whether a failed attempt's redirect is followed
 /// ([`follow`](Self::follow)).
 ///
@@ -39,14 +37,13 @@ use crate::upgrade::{ClientUpgrade, HandshakeDriver, IntoClientRequest};
 /// ```
 /// use std::time::Instant;
 /// use lockgate::ClientOptions;
-/// use lockgate::dial::{Dial, DialStep};
+/// use lockgate::dial::Dial;
 ///
 /// let dial = Dial::new("ws://example.com/feed", ClientOptions::new(), Instant::now())?;
-/// assert_eq!(
-///     dial.steps(),
-///     [DialStep::Connect { host: "example.com", port: 80 }, DialStep::Handshake]
-/// );
-/// // walk `dial.attempt()`, doing each step within `dial.deadline()`, then
+/// let mut attempt = dial.attempt();
+/// assert_eq!(attempt.first_hop(), ("example.com", 80));
+/// assert!(attempt.poll_step().is_none()); // no TLS, no proxy: the handshake is next
+/// // connect, walk the attempt's steps within `dial.deadline()`, then
 /// // `dial.handshake()`; on a failed attempt, `dial.follow(error)?` and
 /// // start over with the new steps.
 /// # Ok::<(), lockgate::Error>(())
@@ -113,18 +110,6 @@ impl Dial {
         )
     }
 
-    /// What a driver does, in order, for this attempt
-    /// ([`Route::steps`]).
-    pub fn steps(&self) -> Vec<DialStep<'_>> {
-        self.route.steps()
-    }
-
-    /// The connector for every [`DialStep::Tls`] of this attempt (`None`
-    /// when it has none).
-    pub fn connector(&self) -> Option<&Connector> {
-        self.connector.as_ref()
-    }
-
     /// When the whole dial times out; `None` if it never does.
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
@@ -133,13 +118,6 @@ impl Dial {
     /// Whether `now` is at or past the deadline.
     pub fn is_past_deadline(&self, now: Instant) -> bool {
         self.deadline.is_some_and(|deadline| now >= deadline)
-    }
-
-    /// The exchange that opens the proxy's tunnel ([`DialStep::Tunnel`]),
-    /// to `resolved` if the client resolved the server's name
-    /// ([`DialStep::Resolve`]); `None` without a proxy.
-    pub fn tunnel(&self, resolved: Option<IpAddr>) -> Option<Tunnel> {
-        self.route.tunnel(resolved, self.deadline)
     }
 
     /// The opening handshake of this attempt ([`DialStep::Handshake`]),
@@ -156,7 +134,7 @@ impl Dial {
 
     /// After an attempt failed with `error`: `Ok` when it was a redirect
     /// (`3xx` with `Location`) to follow, and this dial now goes there
-    /// (dial its [`steps`](Self::steps) again); otherwise, or with no
+    /// (walk its [`attempt`](Self::attempt) again); otherwise, or with no
     /// redirect left, `Err` with the error to report (the redirect's
     /// response as [`Error::Http`] when none is left).
     ///
@@ -332,15 +310,11 @@ mod tests {
     fn a_redirect_moves_the_route_and_other_errors_end_the_dial() {
         let mut dial = Dial::new("ws://a.example/", ClientOptions::new(), Instant::now()).unwrap();
         dial.follow(redirect_to("ws://b.example:8080/x")).unwrap();
-        assert_eq!(
-            dial.steps(),
-            [
-                DialStep::Connect {
-                    host: "b.example",
-                    port: 8080
-                },
-                DialStep::Handshake
-            ]
+        let mut attempt = dial.attempt();
+        assert_eq!(attempt.first_hop(), ("b.example", 8080));
+        assert!(
+            attempt.poll_step().is_none(),
+            "ws:// without a proxy: the handshake is next"
         );
         let refused = Error::Http(Box::new(
             Response::builder().status(403).body(None).unwrap(),
