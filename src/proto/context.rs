@@ -10,7 +10,7 @@ use crate::error::{Error, ProtocolError};
 use crate::proto::compression::{self, Compression};
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};
-use crate::proto::linger::Ending;
+use crate::proto::lifecycle::Lifecycle;
 use crate::proto::owed::Owed;
 use crate::proto::rate_limit::RateLimiter;
 use crate::proto::receive_path::ReceivePath;
@@ -95,7 +95,9 @@ pub struct WebSocketContext {
     /// keeps, in `negotiated`).
     pub(super) settings: Settings,
     pub(super) codec: FrameCodec,
-    pub(super) state: State,
+    /// Where the connection is in its life, what its read owes the stream
+    /// at the end, and what reports it (`lifecycle.rs`).
+    pub(super) lifecycle: Lifecycle,
     /// The message being received and the result a read holds back.
     pub(super) receiving: ReceivePath,
     /// The control frames queued for the peer and the flushes owed to
@@ -109,22 +111,6 @@ pub struct WebSocketContext {
     /// The deadline the connection waits on, what it means, and the
     /// keepalive pings sent, whose pongs a read consumes (`timers.rs`).
     pub(super) timer: Timer,
-    /// What a read owes the stream before it reports the end of the
-    /// connection: shutting down the write side, after a completed closing
-    /// handshake or a failure, and after a failure a lingering close
-    /// (`linger.rs`).
-    pub(super) ending: Ending,
-    /// Data messages and bytes not yet handed to the `metrics` recorder.
-    #[cfg(feature = "metrics")]
-    pub(super) counters: crate::observe::Counters,
-    /// The connection's `tracing` span, if a subscriber wanted it.
-    #[cfg(feature = "tracing")]
-    pub(super) span: crate::observe::ConnectionSpan,
-    /// The sending side split off a connection
-    /// ([`split_sender`](Self::split_sender)): its state changes and its
-    /// drop are the receiving side's to report, not its own.
-    #[cfg(any(feature = "metrics", feature = "tracing"))]
-    pub(super) quiet: bool,
 }
 
 /// What the handshake negotiated beyond RFC 6455 itself, and the rate
@@ -188,21 +174,8 @@ impl WebSocketContext {
             config.get_rate_limit(),
         );
         let mut context = Self::idle(role, config.settings(), deflate, negotiated);
-        context.observe_opening();
+        context.lifecycle.opened(role);
         context
-    }
-
-    /// Counts the connection as opened and opens its span (in builds that
-    /// observe).
-    fn observe_opening(&mut self) {
-        #[cfg(feature = "metrics")]
-        {
-            self.counters = crate::observe::Counters::opened();
-        }
-        #[cfg(feature = "tracing")]
-        {
-            self.span = crate::observe::spans::connection(self.role);
-        }
     }
 
     /// A context in the open state with nothing queued, received or
@@ -218,19 +191,12 @@ impl WebSocketContext {
             role,
             settings,
             codec: FrameCodec::default(),
-            state: State::Active,
+            lifecycle: Lifecycle::new(),
             receiving: ReceivePath::default(),
             owed: Owed::default(),
             deflate,
             negotiated,
             timer: Timer::default(),
-            ending: Ending::Report,
-            #[cfg(feature = "metrics")]
-            counters: Default::default(),
-            #[cfg(feature = "tracing")]
-            span: None,
-            #[cfg(any(feature = "metrics", feature = "tracing"))]
-            quiet: false,
         }
     }
 
@@ -264,9 +230,8 @@ impl WebSocketContext {
     /// Records the subprotocol the handshake chose, for a handshake run
     /// outside lockgate (an HTTP server's upgrade).
     pub fn set_subprotocol(&mut self, protocol: Option<&str>) {
-        #[cfg(feature = "tracing")]
         if let Some(protocol) = protocol {
-            crate::observe::spans::record_subprotocol(&self.span, protocol);
+            self.lifecycle.observe_subprotocol(protocol);
         }
         match (&mut self.negotiated, protocol) {
             (Some(negotiated), protocol) => negotiated.subprotocol = protocol.map(Box::from),
@@ -352,23 +317,49 @@ impl WebSocketContext {
     /// otherwise; while lingering after a failure ([`Next::Discard`]),
     /// the failure.
     pub fn input_ended(&mut self) {
-        if self.is_lingering() {
+        if self.lifecycle.is_lingering() {
             // The peer's FIN: it has everything we sent.
             self.end_linger();
             return;
         }
-        let state = self.state;
-        self.stream_ended();
+        let state = self.lifecycle.state();
+        self.lifecycle.stream_ended();
         self.owed.stream_ended();
         let error = match state {
             State::CloseAcknowledged => {
-                self.end_with_shutdown();
+                self.lifecycle.end_with_shutdown();
                 Error::ConnectionClosed
             }
             State::Terminated => Error::AlreadyClosed,
             _ => Error::Protocol(ProtocolError::ResetWithoutClosingHandshake),
         };
         self.receiving.hold(Err(error));
+    }
+
+    /// Records the peer's address in the connection's `tracing` span
+    /// (feature `tracing`; see [`crate::observe`]). lockgate's drivers do
+    /// it for the sockets they know; a driver of its own calls it for its
+    /// stream.
+    #[cfg(feature = "tracing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+    pub fn record_peer_addr(&mut self, peer: std::net::SocketAddr) {
+        self.lifecycle.record_peer(peer);
+    }
+
+    /// The connection's `tracing` span (feature `tracing`), to instrument
+    /// the task that serves it, say: disabled if no subscriber wanted it
+    /// when the connection opened.
+    #[cfg(feature = "tracing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+    pub fn span(&self) -> tracing::Span {
+        self.lifecycle.span()
+    }
+
+    /// Whether the connection has a span a peer address would go to (so a
+    /// driver can skip looking the address up).
+    #[cfg(feature = "tracing")]
+    pub(crate) fn is_traced(&self) -> bool {
+        self.lifecycle.is_traced()
     }
 }
 

@@ -150,8 +150,8 @@ impl WebSocketContext {
     /// if it should ask again at once: a read goes on reading while an
     /// owed pong waits, since the peer may be waiting for us to read.
     pub fn write_would_block(&mut self, op: Operation) -> bool {
-        let read_on =
-            op == Operation::Read && (self.receiving.holds_result() || self.state.can_receive());
+        let read_on = op == Operation::Read
+            && (self.receiving.holds_result() || self.lifecycle.state().can_receive());
         self.owed.output_would_block(read_on);
         !read_on
     }
@@ -164,20 +164,20 @@ impl WebSocketContext {
     /// [`handle_timeout`](Self::handle_timeout) and poll again instead of
     /// reading. [`Next::Discard`] always asks for this check.
     pub fn deadline_bounds_every_read(&self) -> bool {
-        self.state == State::ClosedByUs || self.is_lingering()
+        self.lifecycle.state() == State::ClosedByUs || self.lifecycle.is_lingering()
     }
 
     /// The stream was flushed.
     pub fn flushed(&mut self) {
         self.owed.flushed();
         self.on_flushed();
-        self.report_counts();
+        self.lifecycle.report_counts();
     }
 
     /// The stream's write side was shut down (or could not be, or has no
     /// such thing).
     pub fn shut_down(&mut self) {
-        self.on_shut_down();
+        self.lifecycle.shut_down();
     }
 
     /// An I/O operation failed: the error to report. A connection that is
@@ -185,7 +185,10 @@ impl WebSocketContext {
     /// tell the peer (or to linger: see [`Next::Discard`]); a message
     /// already parsed stays for the next read.
     pub fn io_error(&mut self, error: io::Error) -> Error {
-        self.end_before_reporting();
+        if self.lifecycle.is_lingering() {
+            self.end_linger();
+        }
+        self.lifecycle.report_next();
         self.receiving.take_held_error().unwrap_or(Error::Io(error))
     }
 
@@ -226,12 +229,12 @@ impl WebSocketContext {
                     _ => Ok(Next::Wait),
                 }
             }
-            Ok(None) if self.state.can_receive() => Ok(Next::Receive),
+            Ok(None) if self.lifecycle.state().can_receive() => Ok(Next::Receive),
             // Closing: what is left is draining our output.
             Ok(None) => Ok(self.drain_and_flush(false)),
             Err(Error::ConnectionClosed) => {
                 self.receiving.hold(Err(Error::ConnectionClosed));
-                self.end_with_shutdown();
+                self.lifecycle.end_with_shutdown();
                 Ok(Next::Shutdown)
             }
             // The connection failed and our close frame is queued (or went
@@ -277,15 +280,51 @@ impl WebSocketContext {
             && self.codec.output.len() >= self.settings.get_write_buffer_size()
     }
 
+    /// The connection failed for a close-coded error and our close frame
+    /// is queued or went out earlier: the read that reports it shuts down
+    /// the write side and lingers first (`linger.rs`). What was being
+    /// received is dropped: nothing of it will be handed over.
+    fn begin_linger(&mut self) {
+        self.lifecycle.linger();
+        self.receiving.drop_message();
+        self.codec.input.discard();
+    }
+
+    /// What the read does before it reports, once its owed output had its
+    /// chance: shut down, discard, or nothing (`None`). A linger whose
+    /// close frame did not go out (the stream would not take it) ends
+    /// here: there is nothing in flight to protect. Empties the receive
+    /// buffer of what the last read of a linger brought, keeping its
+    /// allocation.
+    fn poll_ending(&mut self) -> Option<Next> {
+        if self.lifecycle.is_lingering()
+            && (!self.codec.output.is_empty() || self.owed.flush_owed())
+        {
+            self.end_linger();
+        }
+        let step = self.lifecycle.ending_step();
+        if matches!(step, Some(Next::Discard)) {
+            self.codec.input.discard();
+        }
+        step
+    }
+
+    /// The peer's FIN arrived, the deadline passed, or the stream failed:
+    /// the read reports the failure next.
+    pub(super) fn end_linger(&mut self) {
+        self.lifecycle.report_next();
+        self.disarm_deadline();
+    }
+
     /// The connection failed (a deadline passed): `read` reports `error`
     /// once the close frame, if any, had its chance to go out.
     pub(super) fn deliver_failure(&mut self, error: Error) {
         if let Error::Timeout(kind) = error {
-            self.observe_timeout(kind);
+            self.lifecycle.observe_timeout(kind);
         }
         let error = self.fail(error);
         self.receiving.hold(Err(error));
-        self.timed_out();
+        self.lifecycle.timed_out();
     }
 }
 

@@ -1,13 +1,15 @@
-//! A connection's lifecycle, owned in one place: the rest of the context
-//! reports what happened, one method per event
-//! ([`close_sent`](WebSocketContext::close_sent),
-//! [`close_received`](WebSocketContext::close_received),
-//! [`close_frame_queued`](WebSocketContext::close_frame_queued),
-//! [`peer_closing`](WebSocketContext::peer_closing),
-//! [`completed`](WebSocketContext::completed),
-//! [`failed`](WebSocketContext::failed),
-//! [`timed_out`](WebSocketContext::timed_out),
-//! [`stream_ended`](WebSocketContext::stream_ended)), and the lifecycle
+//! [`Lifecycle`]: a connection's state, what its read owes the stream at
+//! the end ([`Ending`]), and what reports it (its counts and its span), in
+//! one owner. The rest of the context reports what happened, one method
+//! per event
+//! ([`close_sent`](Lifecycle::close_sent),
+//! [`close_received`](Lifecycle::close_received),
+//! [`close_frame_queued`](Lifecycle::close_frame_queued),
+//! [`peer_closing`](Lifecycle::peer_closing),
+//! [`completed`](Lifecycle::completed),
+//! [`failed`](Lifecycle::failed),
+//! [`timed_out`](Lifecycle::timed_out),
+//! [`stream_ended`](Lifecycle::stream_ended)), and the lifecycle
 //! decides the next [`State`] itself, refuses an event the state does not
 //! allow with an error ([`Refused`]), and traces and counts each
 //! transition in one place. No caller names the state to go to. And the hooks
@@ -19,15 +21,17 @@
 #[cfg(feature = "tracing")]
 use std::net::SocketAddr;
 
+use crate::config::Role;
 use crate::error::{Error, ProtocolError, TimeoutKind};
 use crate::frame::CloseCode;
 #[cfg(any(feature = "metrics", feature = "tracing"))]
 use crate::observe::{self, By};
-use crate::proto::context::WebSocketContext;
+use crate::proto::drive::Next;
+use crate::proto::linger::Ending;
 use crate::proto::state::State;
 
 /// What a rate limit did to a connection (see
-/// [`WebSocketContext::observe_rate_limit`]).
+/// [`Lifecycle::observe_rate_limit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(
     dead_code,
@@ -113,7 +117,93 @@ impl From<Refused> for Error {
     }
 }
 
-impl WebSocketContext {
+/// Where the connection is in its life ([`State`]), what its read owes
+/// the stream once it is over ([`Ending`]), and, in builds that observe,
+/// its counts, its span, and whether it reports at all. Only this file
+/// reads or changes any of it.
+#[derive(Debug)]
+pub(super) struct Lifecycle {
+    state: State,
+    ending: Ending,
+    /// Data messages and bytes not yet handed to the `metrics` recorder.
+    #[cfg(feature = "metrics")]
+    counters: crate::observe::Counters,
+    /// The connection's `tracing` span, if a subscriber wanted it.
+    #[cfg(feature = "tracing")]
+    span: crate::observe::ConnectionSpan,
+    /// The sending side split off a connection: its state changes and its
+    /// drop are the receiving side's to report, not its own.
+    #[cfg(any(feature = "metrics", feature = "tracing"))]
+    quiet: bool,
+}
+
+impl Lifecycle {
+    /// An open connection, not yet counted or traced: it reports nothing,
+    /// not even its drop, until [`opened`](Self::opened).
+    pub(super) fn new() -> Self {
+        Self {
+            state: State::Active,
+            ending: Ending::Report,
+            #[cfg(feature = "metrics")]
+            counters: Default::default(),
+            #[cfg(feature = "tracing")]
+            span: None,
+            #[cfg(any(feature = "metrics", feature = "tracing"))]
+            quiet: true,
+        }
+    }
+
+    /// The connection opened: count it, and open its span (in builds that
+    /// observe).
+    pub(super) fn opened(&mut self, role: Role) {
+        #[cfg(feature = "metrics")]
+        {
+            self.counters = crate::observe::Counters::opened();
+        }
+        #[cfg(feature = "tracing")]
+        {
+            self.span = crate::observe::spans::connection(role);
+        }
+        #[cfg(any(feature = "metrics", feature = "tracing"))]
+        {
+            self.quiet = false;
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = role;
+    }
+
+    /// The lifecycle of the sending side split off this connection: in
+    /// the same state, in the same span, but reporting nothing of its own.
+    pub(super) fn for_send_half(&self) -> Self {
+        let mut send_half = Self::new();
+        send_half.state = self.state;
+        #[cfg(feature = "tracing")]
+        {
+            send_half.span = self.span.clone();
+        }
+        send_half
+    }
+
+    /// The send half rejoins: what it counted is counted here.
+    pub(super) fn absorb(&mut self, send_half: &mut Lifecycle) {
+        #[cfg(feature = "metrics")]
+        self.counters.absorb(&mut send_half.counters);
+        #[cfg(not(feature = "metrics"))]
+        let _ = send_half;
+    }
+
+    /// Where the connection is.
+    #[inline]
+    pub(super) fn state(&self) -> State {
+        self.state
+    }
+
+    /// Whether the connection is over.
+    #[inline]
+    pub(super) fn is_terminated(&self) -> bool {
+        self.state == State::Terminated
+    }
+
     /// We queued our close frame, with `code` or none: the closing
     /// handshake begins. Refused once it has begun or the connection
     /// ended (RFC 6455 section 5.5.1: one close frame per side).
@@ -220,22 +310,68 @@ impl WebSocketContext {
         }
     }
 
+    // ----- what the read owes the stream at the end (`linger.rs`) -----
+
+    /// The closing handshake is complete (or the stream ended after it):
+    /// the read shuts down the write side before it reports it.
+    pub(super) fn end_with_shutdown(&mut self) {
+        self.ending = Ending::ShutDown;
+    }
+
+    /// The connection failed for a close-coded error and our close frame
+    /// is queued or went out earlier: the read that reports it shuts down
+    /// the write side and lingers first.
+    pub(super) fn linger(&mut self) {
+        self.ending = Ending::ShutDownThenLinger;
+    }
+
+    /// Whether the read lingers ([`Ending::Linger`] or on its way to it).
+    #[inline]
+    pub(super) fn is_lingering(&self) -> bool {
+        matches!(self.ending, Ending::ShutDownThenLinger | Ending::Linger)
+    }
+
+    /// What the read does before it reports: shut down, discard, or
+    /// nothing (`None`).
+    pub(super) fn ending_step(&self) -> Option<Next> {
+        match self.ending {
+            Ending::Report => None,
+            Ending::ShutDown | Ending::ShutDownThenLinger => Some(Next::Shutdown),
+            Ending::Linger => Some(Next::Discard),
+        }
+    }
+
+    /// The write side was shut down (or could not be): a linger begins,
+    /// anything else reports next.
+    pub(super) fn shut_down(&mut self) {
+        self.ending = match self.ending {
+            Ending::ShutDownThenLinger => Ending::Linger,
+            _ => Ending::Report,
+        };
+    }
+
+    /// The read reports next: no (more) shutdown, no (more) linger.
+    pub(super) fn report_next(&mut self) {
+        self.ending = Ending::Report;
+    }
+
     // ----- what the context reports (nothing without the features) -----
 
     /// A data message of `bytes` payload bytes was received. The last
-    /// complete message of what arrived hands the counts to the recorder
-    /// (a read that finds more buffered leaves them to the next).
+    /// complete message of what arrived (`burst_over`: nothing more is
+    /// buffered) hands the counts to the recorder (a read that finds more
+    /// buffered leaves them to the next).
     #[inline(always)]
-    pub(super) fn count_received(&mut self, bytes: usize) {
+    pub(super) fn count_received(&mut self, bytes: usize, burst_over: bool) {
         #[cfg(feature = "metrics")]
         {
             self.counters.received(bytes);
-            if self.codec.input.buffered() == 0 {
+            if burst_over {
                 self.counters.hand_over();
             }
         }
         #[cfg(not(feature = "metrics"))]
-        let _ = bytes;
+        let _ = (bytes, burst_over);
     }
 
     /// A data message of `bytes` payload bytes was accepted to be sent.
@@ -293,7 +429,7 @@ impl WebSocketContext {
         dead_code,
         reason = "the rate limits report through it once they are wired in"
     )]
-    pub(crate) fn observe_rate_limit(&self, action: RateLimitAction) {
+    pub(super) fn observe_rate_limit(&self, action: RateLimitAction) {
         #[cfg(feature = "metrics")]
         observe::counters::rate_limited(action);
         #[cfg(feature = "tracing")]
@@ -301,33 +437,34 @@ impl WebSocketContext {
         #[cfg(not(any(feature = "metrics", feature = "tracing")))]
         let _ = action;
     }
-}
 
-#[cfg(feature = "tracing")]
-impl WebSocketContext {
-    /// Records the peer's address in the connection's `tracing` span
-    /// (feature `tracing`; see [`crate::observe`]). lockgate's drivers do
-    /// it for the sockets they know; a driver of its own calls it for its
-    /// stream.
-    #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
-    pub fn record_peer_addr(&mut self, peer: SocketAddr) {
+    /// The subprotocol the handshake chose, for the span.
+    #[inline(always)]
+    pub(super) fn observe_subprotocol(&self, protocol: &str) {
+        #[cfg(feature = "tracing")]
+        observe::spans::record_subprotocol(&self.span, protocol);
+        #[cfg(not(feature = "tracing"))]
+        let _ = protocol;
+    }
+
+    /// Records the peer's address in the span.
+    #[cfg(feature = "tracing")]
+    pub(super) fn record_peer(&self, peer: SocketAddr) {
         observe::spans::record_peer(&self.span, peer);
     }
 
-    /// The connection's `tracing` span (feature `tracing`), to instrument
-    /// the task that serves it, say: disabled if no subscriber wanted it
-    /// when the connection opened.
-    #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
-    pub fn span(&self) -> tracing::Span {
+    /// The connection's span, or a disabled one.
+    #[cfg(feature = "tracing")]
+    pub(super) fn span(&self) -> tracing::Span {
         self.span
             .as_deref()
             .cloned()
             .unwrap_or_else(tracing::Span::none)
     }
 
-    /// Whether the connection has a span a peer address would go to (so a
-    /// driver can skip looking the address up).
-    pub(crate) fn is_traced(&self) -> bool {
+    /// Whether the connection has a span a peer address would go to.
+    #[cfg(feature = "tracing")]
+    pub(super) fn is_traced(&self) -> bool {
         self.span.is_some()
     }
 }
@@ -336,7 +473,7 @@ impl WebSocketContext {
 /// open, its last counts are handed over, and one dropped while open
 /// counts as closed (1006, by us).
 #[cfg(any(feature = "metrics", feature = "tracing"))]
-impl Drop for WebSocketContext {
+impl Drop for Lifecycle {
     fn drop(&mut self) {
         if self.state != State::Terminated && !self.quiet {
             self.go(State::Terminated, Cause::Dropped);

@@ -55,11 +55,14 @@
 //! [`Error::ConnectionClosed`](crate::Error::ConnectionClosed) shuts down
 //! the write side as before.
 
+#[cfg(doc)]
 use crate::proto::context::WebSocketContext;
+#[cfg(doc)]
 use crate::proto::drive::Next;
 
 /// What a read still owes the stream once the connection is over, before
-/// it reports how it ended.
+/// it reports how it ended. Part of the connection's
+/// [`Lifecycle`](crate::proto::lifecycle::Lifecycle), which alone moves it.
 ///
 /// ```text
 ///   closing handshake complete ──▶ ShutDown ──────────────▶ Report
@@ -78,72 +81,6 @@ pub(crate) enum Ending {
     /// Discard input ([`Next::Discard`]) until the peer's FIN or the
     /// deadline, then report.
     Linger,
-}
-
-impl WebSocketContext {
-    /// The closing handshake is complete (or the stream ended after it):
-    /// the read shuts down the write side before it reports it.
-    pub(super) fn end_with_shutdown(&mut self) {
-        self.ending = Ending::ShutDown;
-    }
-
-    /// The connection failed for a close-coded error and our close frame
-    /// is queued or went out earlier: the read that reports it shuts down
-    /// the write side and lingers first. What was being received is
-    /// dropped: nothing of it will be handed over.
-    pub(super) fn begin_linger(&mut self) {
-        self.ending = Ending::ShutDownThenLinger;
-        self.receiving.drop_message();
-        self.codec.input.discard();
-    }
-
-    /// Whether the read lingers ([`Ending::Linger`] or on its way to it).
-    pub(super) fn is_lingering(&self) -> bool {
-        matches!(self.ending, Ending::ShutDownThenLinger | Ending::Linger)
-    }
-
-    /// What the read does before it reports, once its owed output had its
-    /// chance: shut down, discard, or nothing (`None`). A linger whose
-    /// close frame did not go out (the stream would not take it) ends
-    /// here: there is nothing in flight to protect. Empties the receive
-    /// buffer of what the last read of a linger brought, keeping its
-    /// allocation.
-    pub(super) fn poll_ending(&mut self) -> Option<Next> {
-        if self.is_lingering() && (!self.codec.output.is_empty() || self.owed.flush_owed()) {
-            self.end_linger();
-        }
-        match self.ending {
-            Ending::Report => None,
-            Ending::ShutDown | Ending::ShutDownThenLinger => Some(Next::Shutdown),
-            Ending::Linger => {
-                self.codec.input.discard();
-                Some(Next::Discard)
-            }
-        }
-    }
-
-    /// The write side was shut down (or could not be).
-    pub(super) fn on_shut_down(&mut self) {
-        self.ending = match self.ending {
-            Ending::ShutDownThenLinger => Ending::Linger,
-            _ => Ending::Report,
-        };
-    }
-
-    /// The stream failed: no shutdown, no linger; the read reports next.
-    pub(super) fn end_before_reporting(&mut self) {
-        if self.is_lingering() {
-            self.end_linger();
-        }
-        self.ending = Ending::Report;
-    }
-
-    /// The peer's FIN arrived, the deadline passed, or the stream failed:
-    /// the read reports the failure next.
-    pub(super) fn end_linger(&mut self) {
-        self.ending = Ending::Report;
-        self.disarm_deadline();
-    }
 }
 
 #[cfg(test)]

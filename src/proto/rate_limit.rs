@@ -77,7 +77,6 @@ use crate::proto::context::{Negotiated, WebSocketContext};
 #[cfg(doc)]
 use crate::proto::drive::Next;
 use crate::proto::lifecycle::RateLimitAction;
-use crate::proto::state::State;
 
 /// A limit on how fast a connection receives: messages per second, bytes
 /// per second, or both, each a token bucket with a burst; and what happens
@@ -579,7 +578,7 @@ impl WebSocketContext {
     /// message is held back: that one, if it fits by now.
     #[cold]
     fn next_held_message(&mut self) -> Result<Option<Message>> {
-        let terminated = self.state == State::Terminated;
+        let terminated = self.lifecycle.is_terminated();
         let limiter = self.rate_limiter_mut().expect("a message is held");
         let msg = limiter.held.take().expect("a message is held");
         if terminated {
@@ -607,13 +606,14 @@ impl WebSocketContext {
                 // We stop reading: the peer's silence from now on is ours.
                 self.timer.heard_if(true);
                 if !was_held {
-                    self.observe_rate_limit(RateLimitAction::Throttled);
+                    self.lifecycle
+                        .observe_rate_limit(RateLimitAction::Throttled);
                 }
                 Ok(None)
             }
             RatePolicy::Close => {
                 let error = limiter.exceeded(unit);
-                self.observe_rate_limit(RateLimitAction::Closed);
+                self.lifecycle.observe_rate_limit(RateLimitAction::Closed);
                 Err(self.fail(error))
             }
         }
@@ -624,7 +624,7 @@ impl WebSocketContext {
     /// limit does not apply.
     #[inline]
     pub(super) fn take_held_message(&mut self) -> Option<Message> {
-        if self.negotiated.is_none() || self.state == State::Terminated {
+        if self.negotiated.is_none() || self.lifecycle.is_terminated() {
             return None;
         }
         self.rate_limiter_mut()?.held.take()
@@ -650,7 +650,7 @@ impl WebSocketContext {
     /// held message fits (as of the clock the limiter was last told).
     #[inline]
     pub(super) fn with_throttle_deadline(&self, deadline: Option<Instant>) -> Option<Instant> {
-        if self.state == State::Terminated {
+        if self.lifecycle.is_terminated() {
             return deadline;
         }
         match self.rate_limiter().and_then(RateLimiter::until) {

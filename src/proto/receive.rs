@@ -49,14 +49,14 @@ impl WebSocketContext {
     /// [`next_message`](Self::next_message) without a held message to
     /// hand over first: what the rate limit's own reads call.
     pub(super) fn parse_next_message(&mut self) -> Result<Option<Message>> {
-        match self.state {
+        match self.lifecycle.state() {
             State::Terminated => return Err(Error::AlreadyClosed),
             State::ClosedByPeer | State::CloseAcknowledged => {
                 if !self.owed.close_queued()
                     && self.codec.output.is_empty()
                     && !self.owed.flush_owed()
                 {
-                    self.completed();
+                    self.lifecycle.completed();
                     return Err(Error::ConnectionClosed);
                 }
                 return Ok(None);
@@ -68,19 +68,19 @@ impl WebSocketContext {
 
     /// Whether the closing handshake has completed or the connection failed.
     pub fn is_terminated(&self) -> bool {
-        self.state == State::Terminated
+        self.lifecycle.is_terminated()
     }
 
     /// Fails the connection for `error`: queue the close frame its code
     /// calls for (unless we already sent one) and stop reading.
     pub(super) fn fail(&mut self, error: Error) -> Error {
         if let Some(code) = error.close_code() {
-            self.observe_protocol_error(&error);
-            if self.state == State::Active {
+            self.lifecycle.observe_protocol_error(&error);
+            if self.lifecycle.state() == State::Active {
                 self.owed.owe_close(Some(code));
             }
             self.owed.forget_pong();
-            self.failed(code);
+            self.lifecycle.failed(code);
         }
         error
     }
@@ -96,7 +96,7 @@ impl WebSocketContext {
             };
             let Some(frame) = self.codec.input.next_frame(&mut check)? else {
                 // The burst is over: what it counted goes to the recorder.
-                self.report_counts();
+                self.lifecycle.report_counts();
                 return Ok(None);
             };
             let header = frame.header();
@@ -180,7 +180,7 @@ impl WebSocketContext {
                 unreachable!("the header check opened the message it continues")
             }
             OpCode::Ping => {
-                if self.state.answers_pings() {
+                if self.lifecycle.state().answers_pings() {
                     self.owed.owe_pong(payload.clone());
                 }
                 Message::Ping(payload)
@@ -192,7 +192,7 @@ impl WebSocketContext {
             OpCode::Close => {
                 let frame = parse_close(payload)?;
                 let code = frame.as_ref().map(|f| f.code);
-                if self.close_received(code)? {
+                if self.lifecycle.close_received(code)? {
                     // Echo the code; a reply to a close without one is
                     // empty too.
                     self.owed.owe_close(code);
@@ -213,13 +213,15 @@ impl WebSocketContext {
     #[inline]
     fn complete(&mut self, opcode: OpCode, payload: Bytes) -> Result<Message> {
         if opcode == OpCode::Binary {
-            self.count_received(payload.len());
+            self.lifecycle
+                .count_received(payload.len(), self.codec.input.buffered() == 0);
             return Ok(Message::Binary(payload));
         }
         self.receiving
             .finish_text()
             .map_err(|_| ProtocolError::InvalidUtf8)?;
-        self.count_received(payload.len());
+        self.lifecycle
+            .count_received(payload.len(), self.codec.input.buffered() == 0);
         Ok(Message::Text(Utf8Bytes::from_validated(payload)))
     }
 }

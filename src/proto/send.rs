@@ -61,12 +61,12 @@ impl WebSocketContext {
         // frames, compression, a full buffer, closing) takes the checked
         // path below.
         let uncompressed = !may_compress || self.compression().is_none();
-        if self.state == State::Active && !opcode.is_control() && uncompressed {
+        if self.lifecycle.state() == State::Active && !opcode.is_control() && uncompressed {
             let len = payload.len();
             let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
             if self.codec.output.len() + encoded <= self.settings.get_max_write_buffer_size() {
                 self.push_frame(opcode, payload);
-                self.count_sent(len);
+                self.lifecycle.count_sent(len);
                 return Ok(());
             }
         }
@@ -85,7 +85,7 @@ impl WebSocketContext {
             len
         };
         if !self.has_room_for(body)? {
-            self.observe_write_buffer_full();
+            self.lifecycle.observe_write_buffer_full();
             return Err(Error::WriteBufferFull(Box::new(rebuild_message(
                 opcode, payload,
             ))));
@@ -98,7 +98,7 @@ impl WebSocketContext {
             self.push_frame(opcode, payload);
         }
         if !opcode.is_control() {
-            self.count_sent(len);
+            self.lifecycle.count_sent(len);
         }
         Ok(())
     }
@@ -115,7 +115,7 @@ impl WebSocketContext {
     pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.encode_prepared(msg)?;
         if matches!(msg.message(), Message::Text(_) | Message::Binary(_)) {
-            self.count_sent(msg.len());
+            self.lifecycle.count_sent(msg.len());
         }
         Ok(())
     }
@@ -139,7 +139,7 @@ impl WebSocketContext {
             .filter(|_| self.wants_compression(opcode, len));
         let Some(compression) = compression else {
             if !self.has_room_for(len)? {
-                self.observe_write_buffer_full();
+                self.lifecycle.observe_write_buffer_full();
                 return Err(Error::WriteBufferFullPrepared(msg.clone()));
             }
             match self.role {
@@ -152,7 +152,7 @@ impl WebSocketContext {
             // Context takeover: the bytes depend on this connection's
             // history, so it compresses the message itself.
             if !self.has_room_for(compression::compressed_bound(len))? {
-                self.observe_write_buffer_full();
+                self.lifecycle.observe_write_buffer_full();
                 return Err(Error::WriteBufferFullPrepared(msg.clone()));
             }
             let compression = self.compression_mut().expect("checked above");
@@ -165,7 +165,7 @@ impl WebSocketContext {
         let frame = msg.compressed_frame(key, |payload| compression.compress_shared(key, payload));
         let header_len = unmasked_header_len(&frame);
         if !self.has_room_for(frame.len() - header_len)? {
-            self.observe_write_buffer_full();
+            self.lifecycle.observe_write_buffer_full();
             return Err(Error::WriteBufferFullPrepared(msg.clone()));
         }
         match self.role {
@@ -199,7 +199,7 @@ impl WebSocketContext {
             return Err(ProtocolError::FragmentedControlFrame.into());
         }
         if !self.has_room_for(payload.len())? {
-            self.observe_write_buffer_full();
+            self.lifecycle.observe_write_buffer_full();
             let frame = Frame::from_payload(header, payload);
             return Err(Error::WriteBufferFull(Box::new(Message::Frame(frame))));
         }
@@ -220,13 +220,13 @@ impl WebSocketContext {
     /// Whether messages can still be written: not once a close frame was
     /// sent or received.
     pub fn can_write(&self) -> bool {
-        self.state == State::Active
+        self.lifecycle.state() == State::Active
     }
 
     /// Whether a data or control message of `len` bytes may be sent now.
     #[inline]
     fn check_sendable(&self, opcode: OpCode, len: usize) -> Result<()> {
-        match self.state {
+        match self.lifecycle.state() {
             State::Active => {}
             State::Terminated => return Err(Error::AlreadyClosed),
             _ => return Err(ProtocolError::SendAfterClosing.into()),
@@ -278,9 +278,9 @@ impl WebSocketContext {
                 return Err(ProtocolError::SendForbiddenCloseCode(code.into()).into());
             }
         }
-        match self.state {
+        match self.lifecycle.state() {
             State::Active => {
-                self.close_sent(frame.as_ref().map(|f| f.code))?;
+                self.lifecycle.close_sent(frame.as_ref().map(|f| f.code))?;
                 self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
                 self.owed.forget_pong();
                 // No data can follow a close, so holding it back gains
@@ -313,14 +313,14 @@ impl WebSocketContext {
             // The close frame goes now; a pong may not follow it.
             self.owed.forget_pong();
         }
-        if self.owed.take_ping() && self.state == State::Active {
+        if self.owed.take_ping() && self.lifecycle.state() == State::Active {
             let payload = self.next_keepalive_payload();
             self.push_frame(OpCode::Ping, payload);
             self.owed.owe_flush();
         }
         if !self.owed.flush_owed() {
             if let Some(payload) = self.owed.take_pong() {
-                if self.state.answers_pings() {
+                if self.lifecycle.state().answers_pings() {
                     self.push_frame(OpCode::Pong, payload);
                     self.owed.owe_flush();
                 }
@@ -330,7 +330,7 @@ impl WebSocketContext {
             let frame = frame.map(|code| CloseFrame::new(code, ""));
             self.push_frame(OpCode::Close, encode_close(frame.as_ref()));
             self.owed.owe_flush();
-            self.close_frame_queued();
+            self.lifecycle.close_frame_queued();
         }
     }
 

@@ -92,16 +92,8 @@ impl WebSocketContext {
         let negotiated =
             RateLimiter::attach(Negotiated::compressing(compression), self.rate_limit());
         let mut sender = WebSocketContext::idle(self.role, self.settings, self.deflate, negotiated);
-        sender.state = self.state;
+        sender.lifecycle = self.lifecycle.for_send_half();
         sender.owed = self.owed.split_off_flushes();
-        #[cfg(feature = "tracing")]
-        {
-            sender.span = self.span.clone();
-        }
-        #[cfg(any(feature = "metrics", feature = "tracing"))]
-        {
-            sender.quiet = true;
-        }
         std::mem::swap(&mut sender.codec.output, &mut self.codec.output);
         SendHalf { context: sender }
     }
@@ -127,11 +119,10 @@ impl WebSocketContext {
         // A driver tells this side of the sender's close (with its code) as
         // it happens; this only covers a driver that did not, so the code
         // is not known here.
-        if sender.state == State::ClosedByUs {
+        if sender.lifecycle.state() == State::ClosedByUs {
             self.close_sent_by_sender(None);
         }
-        #[cfg(feature = "metrics")]
-        self.counters.absorb(&mut sender.counters);
+        self.lifecycle.absorb(&mut sender.lifecycle);
     }
 
     /// The control frames this receiving side queued since the last call
@@ -146,7 +137,10 @@ impl WebSocketContext {
         };
         ControlFrames {
             frames,
-            closes: matches!(self.state, State::CloseAcknowledged | State::Terminated),
+            closes: matches!(
+                self.lifecycle.state(),
+                State::CloseAcknowledged | State::Terminated
+            ),
         }
     }
 
@@ -157,7 +151,7 @@ impl WebSocketContext {
     /// ([`SendHalf::sent_close`]).
     pub fn close_sent_by_sender(&mut self, code: Option<CloseCode>) {
         // Refused once closing began: then there is nothing to change.
-        if self.close_sent(code).is_ok() {
+        if self.lifecycle.close_sent(code).is_ok() {
             self.owed.forget_pong();
         }
     }
@@ -175,7 +169,7 @@ impl SendHalf {
             self.context.owed.owe_flush();
         }
         if frames.closes {
-            self.context.peer_closing();
+            self.context.lifecycle.peer_closing();
         }
     }
 
@@ -183,13 +177,13 @@ impl SendHalf {
     /// closing handshake completed): nothing more may be sent
     /// ([`Error::AlreadyClosed`](crate::Error::AlreadyClosed)).
     pub fn receiver_ended(&mut self) {
-        self.context.completed();
+        self.context.lifecycle.completed();
     }
 
     /// Whether this send half has sent a close frame of its own (tell the
     /// receiving side: [`WebSocketContext::close_sent_by_sender`]).
     pub fn sent_close(&self) -> bool {
-        self.context.state == State::ClosedByUs
+        self.context.lifecycle.state() == State::ClosedByUs
     }
 }
 

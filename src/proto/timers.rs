@@ -146,15 +146,15 @@ impl WebSocketContext {
         self.observe_rate_clock(now);
         // About to wait without reading: the peer's silence meanwhile is
         // ours, even if the hold ends before the keepalive deadline.
-        let throttled = self.state != State::Terminated && self.is_throttled();
+        let throttled = !self.lifecycle.is_terminated() && self.is_throttled();
         if throttled {
             self.timer.heard_if(true);
         }
         if self.timer_fits_state() && self.timer.deadline.is_some_and(|deadline| deadline <= now) {
             self.fire_timer(now);
         }
-        self.report_counts();
-        if !self.is_lingering() {
+        self.lifecycle.report_counts();
+        if !self.lifecycle.is_lingering() {
             // A lingering read reads again at once: its buffer is reused.
             self.codec.input.release_if_drained();
         }
@@ -183,8 +183,10 @@ impl WebSocketContext {
     /// state: a deadline armed for an earlier state (keepalive, when our
     /// close has gone out since) is re-armed before it can fire.
     fn timer_fits_state(&self) -> bool {
-        match self.state {
-            State::Terminated if self.is_lingering() => self.timer.phase == Phase::Lingering,
+        match self.lifecycle.state() {
+            State::Terminated if self.lifecycle.is_lingering() => {
+                self.timer.phase == Phase::Lingering
+            }
             State::Terminated => false,
             State::Active => self.timer.phase != Phase::Unarmed,
             State::ClosedByUs | State::ClosedByPeer | State::CloseAcknowledged => {
@@ -196,8 +198,8 @@ impl WebSocketContext {
     /// Arms the deadline the connection's state calls for, from `now`, if
     /// it is not armed already.
     fn arm_timer(&mut self, now: Instant) {
-        match self.state {
-            State::Terminated if self.is_lingering() => {
+        match self.lifecycle.state() {
+            State::Terminated if self.lifecycle.is_lingering() => {
                 if self.timer.phase != Phase::Lingering {
                     // What is left of the closing handshake's deadline, if
                     // our close went out before the failure.
