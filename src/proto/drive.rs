@@ -4,13 +4,15 @@
 //! and wait.
 
 use std::io::{self, IoSlice};
+use std::time::Instant;
 
 use bytes::Buf;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TimeoutKind};
 use crate::message::Message;
 use crate::proto::context::WebSocketContext;
 use crate::proto::state::State;
+use crate::proto::timers::{Fired, Stage};
 
 /// The operation a driver is running for its caller; see
 /// [`WebSocketContext::poll`].
@@ -313,7 +315,77 @@ impl WebSocketContext {
     /// the read reports the failure next.
     pub(super) fn end_linger(&mut self) {
         self.lifecycle.report_next();
-        self.disarm_deadline();
+        self.timer.disarm();
+    }
+
+    /// The next deadline: when it passes, call
+    /// [`handle_timeout`](Self::handle_timeout) and poll again. A pure
+    /// query: call [`handle_timeout`](Self::handle_timeout) with the time
+    /// first (before each wait), which arms the deadlines for the state the
+    /// connection is in. It is the keepalive ping, the keepalive timeout,
+    /// the close timeout, or the instant a message held back by a rate
+    /// limit ([`Config::rate_limit`](crate::Config::rate_limit)) fits,
+    /// whichever comes first; `None` to wait as long as it takes. It may
+    /// already have passed (a held message that fits by now).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        // A deadline armed for an earlier state means nothing now (the
+        // next `handle_timeout` arms the state's own).
+        let deadline = self.timer.deadline(self.stage());
+        self.with_throttle_deadline(deadline)
+    }
+
+    /// Time is `now`: do what is due. The driver calls it before each wait
+    /// (then asks [`poll_timeout`](Self::poll_timeout) how long to wait),
+    /// and when that deadline passed (then polls again).
+    ///
+    /// What was due by `now` happens: the keepalive ping is queued, or the
+    /// connection fails with [`Error::Timeout`] (reported by the next
+    /// [`poll`](Self::poll) of a read). Then the housekeeping of a wait:
+    /// drained buffers are given back (so an idle connection holds almost
+    /// no memory; while messages flow they are kept and reused), counts go
+    /// to the `metrics` recorder, the deadlines of the state the connection
+    /// is now in are armed from `now`, and a rate limit's buckets earn what
+    /// the time brought (`now` is the time it charges messages at).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.observe_rate_clock(now);
+        // About to wait without reading: the peer's silence meanwhile is
+        // ours, even if the hold ends before the keepalive deadline.
+        let throttled = !self.lifecycle.is_terminated() && self.is_throttled();
+        if throttled {
+            self.timer.heard_if(true);
+        }
+        let held = self.is_throttled();
+        match self.timer.fire(self.stage(), now, held, &self.settings) {
+            Fired::Nothing => {}
+            Fired::Ping => self.owed.owe_ping(),
+            Fired::TimedOut(kind) => {
+                if kind == TimeoutKind::Close {
+                    self.owed.close_timed_out();
+                }
+                self.deliver_failure(Error::Timeout(kind));
+            }
+            Fired::LingerOver => self.end_linger(),
+        }
+        self.lifecycle.report_counts();
+        if !self.lifecycle.is_lingering() {
+            // A lingering read reads again at once: its buffer is reused.
+            self.codec.input.release_if_drained();
+        }
+        self.codec.output.release_if_drained();
+        if let Some(compression) = self.compression_mut() {
+            compression.release_idle();
+        }
+        let unarmed = self.timer.is_unarmed();
+        self.timer.arm(self.stage(), now, &self.settings);
+        if throttled && unarmed {
+            // Arming keepalive just now forgot the hold.
+            self.timer.heard_if(true);
+        }
+    }
+
+    /// Where the connection is, as far as its deadline goes.
+    fn stage(&self) -> Stage {
+        Stage::of(self.lifecycle.state(), self.lifecycle.is_lingering())
     }
 
     /// The connection failed (a deadline passed): `read` reports `error`

@@ -187,7 +187,7 @@ impl WebSocketContext {
             }
             // Housekeeping the caller never asked for; its bytes already
             // marked the peer as heard from, which is all keepalive needs.
-            OpCode::Pong if self.answers_keepalive(&payload) => return Ok(None),
+            OpCode::Pong if self.timer.answers_keepalive(&payload) => return Ok(None),
             OpCode::Pong => Message::Pong(payload),
             OpCode::Close => {
                 let frame = parse_close(payload)?;

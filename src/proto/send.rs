@@ -314,7 +314,7 @@ impl WebSocketContext {
             self.owed.forget_pong();
         }
         if self.owed.take_ping() && self.lifecycle.state() == State::Active {
-            let payload = self.next_keepalive_payload();
+            let payload = self.timer.next_keepalive_payload();
             self.push_frame(OpCode::Ping, payload);
             self.owed.owe_flush();
         }

@@ -55,8 +55,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use crate::error::{Error, TimeoutKind};
-use crate::proto::context::WebSocketContext;
+use crate::config::Settings;
+use crate::error::TimeoutKind;
 use crate::proto::state::State;
 
 /// The connection's one deadline, what it means, and how many keepalive
@@ -75,15 +75,6 @@ pub(crate) struct Timer {
     /// those of `1..=pings` (see the module docs). Saturating rather than
     /// wrapping keeps that exact: past 255 every ping carries 255.
     pings: u8,
-}
-
-impl Timer {
-    /// Bytes arrived (if `arrived`): the peer was heard from. On every
-    /// read, so inlined to a single `or`.
-    #[inline]
-    pub(super) fn heard_if(&mut self, arrived: bool) {
-        self.heard |= arrived;
-    }
 }
 
 /// The fixed start of a keepalive ping's payload.
@@ -113,167 +104,174 @@ enum Phase {
     Lingering,
 }
 
-impl WebSocketContext {
-    /// The next deadline: when it passes, call
-    /// [`handle_timeout`](Self::handle_timeout) and poll again. A pure
-    /// query: call [`handle_timeout`](Self::handle_timeout) with the time
-    /// first (before each wait), which arms the deadlines for the state the
-    /// connection is in. It is the keepalive ping, the keepalive timeout,
-    /// the close timeout, or the instant a message held back by a rate
-    /// limit ([`Config::rate_limit`](crate::Config::rate_limit)) fits,
-    /// whichever comes first; `None` to wait as long as it takes. It may
-    /// already have passed (a held message that fits by now).
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        // A deadline armed for an earlier state means nothing now (the
-        // next `handle_timeout` arms the state's own).
-        let deadline = self.timer.deadline.filter(|_| self.timer_fits_state());
-        self.with_throttle_deadline(deadline)
-    }
+/// Where the connection is, as far as its deadline goes: each stage arms
+/// its own (see [`Timer::arm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// Open: keepalive.
+    Open,
+    /// Our close frame is out, or the peer's is being answered: the close
+    /// timeout.
+    Closing,
+    /// Failed, discarding input after our close frame (`linger.rs`): what
+    /// is left of the close timeout, or all of it.
+    Lingering,
+    /// Over: nothing to wait for.
+    Over,
+}
 
-    /// Time is `now`: do what is due. The driver calls it before each wait
-    /// (then asks [`poll_timeout`](Self::poll_timeout) how long to wait),
-    /// and when that deadline passed (then polls again).
-    ///
-    /// What was due by `now` happens: the keepalive ping is queued, or the
-    /// connection fails with [`Error::Timeout`] (reported by the next
-    /// [`poll`](Self::poll) of a read). Then the housekeeping of a wait:
-    /// drained buffers are given back (so an idle connection holds almost
-    /// no memory; while messages flow they are kept and reused), counts go
-    /// to the `metrics` recorder, the deadlines of the state the connection
-    /// is now in are armed from `now`, and a rate limit's buckets earn what
-    /// the time brought (`now` is the time it charges messages at).
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.observe_rate_clock(now);
-        // About to wait without reading: the peer's silence meanwhile is
-        // ours, even if the hold ends before the keepalive deadline.
-        let throttled = !self.lifecycle.is_terminated() && self.is_throttled();
-        if throttled {
-            self.timer.heard_if(true);
-        }
-        if self.timer_fits_state() && self.timer.deadline.is_some_and(|deadline| deadline <= now) {
-            self.fire_timer(now);
-        }
-        self.lifecycle.report_counts();
-        if !self.lifecycle.is_lingering() {
-            // A lingering read reads again at once: its buffer is reused.
-            self.codec.input.release_if_drained();
-        }
-        self.codec.output.release_if_drained();
-        if let Some(compression) = self.compression_mut() {
-            compression.release_idle();
-        }
-        let unarmed = self.timer.phase == Phase::Unarmed;
-        self.arm_timer(now);
-        if throttled && unarmed {
-            // Arming keepalive just now forgot the hold.
-            self.timer.heard_if(true);
+impl Stage {
+    /// The stage of a connection in `state`, lingering or not.
+    pub(super) fn of(state: State, lingering: bool) -> Self {
+        match state {
+            State::Active => Stage::Open,
+            State::ClosedByUs | State::ClosedByPeer | State::CloseAcknowledged => Stage::Closing,
+            State::Terminated if lingering => Stage::Lingering,
+            State::Terminated => Stage::Over,
         }
     }
 }
 
-impl WebSocketContext {
-    /// Drops the armed deadline: what it was for is over (a linger that
-    /// ended); the next [`handle_timeout`](Self::handle_timeout) arms the
-    /// state's own, if any.
-    pub(super) fn disarm_deadline(&mut self) {
-        self.timer.deadline = None;
+/// What a deadline that passed calls for (from [`Timer::fire`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fired {
+    /// Nothing: the peer was heard from, and keepalive starts over.
+    Nothing,
+    /// Send a keepalive ping.
+    Ping,
+    /// Fail the connection: the keepalive or the close timeout passed.
+    TimedOut(TimeoutKind),
+    /// The lingering close is over: report the failure.
+    LingerOver,
+}
+
+impl Timer {
+    /// Bytes arrived (if `arrived`): the peer was heard from. On every
+    /// read, so inlined to a single `or`.
+    #[inline]
+    pub(super) fn heard_if(&mut self, arrived: bool) {
+        self.heard |= arrived;
     }
 
-    /// Whether the armed deadline means something in the connection's
-    /// state: a deadline armed for an earlier state (keepalive, when our
-    /// close has gone out since) is re-armed before it can fire.
-    fn timer_fits_state(&self) -> bool {
-        match self.lifecycle.state() {
-            State::Terminated if self.lifecycle.is_lingering() => {
-                self.timer.phase == Phase::Lingering
-            }
-            State::Terminated => false,
-            State::Active => self.timer.phase != Phase::Unarmed,
-            State::ClosedByUs | State::ClosedByPeer | State::CloseAcknowledged => {
-                self.timer.phase == Phase::Closing
-            }
+    /// The armed deadline, if it means something in `stage`: one armed
+    /// for an earlier stage (keepalive, when our close has gone out since)
+    /// is re-armed before it can fire.
+    pub(super) fn deadline(&self, stage: Stage) -> Option<Instant> {
+        self.deadline.filter(|_| self.fits(stage))
+    }
+
+    fn fits(&self, stage: Stage) -> bool {
+        match stage {
+            Stage::Open => self.phase != Phase::Unarmed,
+            Stage::Closing => self.phase == Phase::Closing,
+            Stage::Lingering => self.phase == Phase::Lingering,
+            Stage::Over => false,
         }
     }
 
-    /// Arms the deadline the connection's state calls for, from `now`, if
-    /// it is not armed already.
-    fn arm_timer(&mut self, now: Instant) {
-        match self.lifecycle.state() {
-            State::Terminated if self.lifecycle.is_lingering() => {
-                if self.timer.phase != Phase::Lingering {
+    /// Whether nothing was ever armed.
+    pub(super) fn is_unarmed(&self) -> bool {
+        self.phase == Phase::Unarmed
+    }
+
+    /// Arms the deadline `stage` calls for, from `now`, if it is not armed
+    /// already.
+    pub(super) fn arm(&mut self, stage: Stage, now: Instant, settings: &Settings) {
+        match stage {
+            Stage::Open => {
+                if self.phase == Phase::Unarmed {
+                    self.idle_from(now, settings);
+                }
+            }
+            Stage::Closing => {
+                if self.phase != Phase::Closing {
+                    self.phase = Phase::Closing;
+                    self.deadline = settings.get_close_timeout().map(|t| now + t);
+                }
+            }
+            Stage::Lingering => {
+                if self.phase != Phase::Lingering {
                     // What is left of the closing handshake's deadline, if
                     // our close went out before the failure.
-                    if self.timer.phase != Phase::Closing {
-                        self.timer.deadline = self.settings.get_close_timeout().map(|t| now + t);
+                    if self.phase != Phase::Closing {
+                        self.deadline = settings.get_close_timeout().map(|t| now + t);
                     }
-                    self.timer.phase = Phase::Lingering;
+                    self.phase = Phase::Lingering;
                 }
             }
-            State::Terminated => {}
-            State::Active => {
-                if self.timer.phase == Phase::Unarmed {
-                    self.idle_from(now);
-                }
+            Stage::Over => {}
+        }
+    }
+
+    /// If the deadline of `stage` passed by `now`: what it calls for, the
+    /// next deadline armed. `held` says a rate limit holds a message back,
+    /// which counts as hearing from the peer: we are the ones not reading
+    /// (`rate_limit.rs`).
+    pub(super) fn fire(
+        &mut self,
+        stage: Stage,
+        now: Instant,
+        held: bool,
+        settings: &Settings,
+    ) -> Fired {
+        if !self.deadline(stage).is_some_and(|deadline| deadline <= now) {
+            return Fired::Nothing;
+        }
+        let heard = std::mem::take(&mut self.heard) | held;
+        match self.phase {
+            Phase::Unarmed => Fired::Nothing,
+            Phase::Idle | Phase::AwaitingPong if heard => {
+                self.idle_from(now, settings);
+                Fired::Nothing
             }
-            State::ClosedByUs | State::ClosedByPeer | State::CloseAcknowledged => {
-                if self.timer.phase != Phase::Closing {
-                    self.timer.phase = Phase::Closing;
-                    self.timer.deadline = self.settings.get_close_timeout().map(|t| now + t);
+            Phase::Idle => {
+                match settings.get_ping_timeout() {
+                    Some(timeout) => {
+                        self.phase = Phase::AwaitingPong;
+                        self.deadline = Some(now + timeout);
+                    }
+                    None => self.idle_from(now, settings),
                 }
+                Fired::Ping
+            }
+            Phase::AwaitingPong => {
+                self.deadline = None;
+                Fired::TimedOut(TimeoutKind::Keepalive)
+            }
+            Phase::Lingering => Fired::LingerOver,
+            Phase::Closing => {
+                self.deadline = None;
+                Fired::TimedOut(TimeoutKind::Close)
             }
         }
     }
 
-    /// The deadline passed: send the keepalive ping, or fail.
-    fn fire_timer(&mut self, now: Instant) {
-        // A message held back by a rate limit counts as hearing from the
-        // peer: we are the ones not reading (`rate_limit.rs`).
-        let heard = std::mem::take(&mut self.timer.heard) | self.is_throttled();
-        match self.timer.phase {
-            Phase::Unarmed => {}
-            Phase::Idle | Phase::AwaitingPong if heard => self.idle_from(now),
-            Phase::Idle => {
-                self.owed.owe_ping();
-                match self.settings.get_ping_timeout() {
-                    Some(timeout) => {
-                        self.timer.phase = Phase::AwaitingPong;
-                        self.timer.deadline = Some(now + timeout);
-                    }
-                    None => self.idle_from(now),
-                }
-            }
-            Phase::AwaitingPong => {
-                self.timer.deadline = None;
-                self.deliver_failure(Error::Timeout(TimeoutKind::Keepalive));
-            }
-            Phase::Lingering => self.end_linger(),
-            Phase::Closing => {
-                self.timer.deadline = None;
-                self.owed.close_timed_out();
-                self.deliver_failure(Error::Timeout(TimeoutKind::Close));
-            }
-        }
+    /// Drops the armed deadline: what it was for is over (a linger that
+    /// ended); the next arming sets the stage's own, if any.
+    pub(super) fn disarm(&mut self) {
+        self.deadline = None;
     }
+
     /// Starts a keepalive interval at `now`.
-    fn idle_from(&mut self, now: Instant) {
-        self.timer.phase = Phase::Idle;
-        self.timer.heard = false;
-        self.timer.deadline = self.settings.get_ping_interval().map(|i| now + i);
+    fn idle_from(&mut self, now: Instant, settings: &Settings) {
+        self.phase = Phase::Idle;
+        self.heard = false;
+        self.deadline = settings.get_ping_interval().map(|i| now + i);
     }
 
     /// The payload of the keepalive ping being encoded now, counting it as
     /// sent. Counted here rather than when the ping falls due, so a ping
     /// that never goes out (the connection closed first) is not counted.
     pub(super) fn next_keepalive_payload(&mut self) -> Bytes {
-        self.timer.pings = self.timer.pings.saturating_add(1);
-        Bytes::copy_from_slice(&keepalive_payload(self.timer.pings))
+        self.pings = self.pings.saturating_add(1);
+        Bytes::copy_from_slice(&keepalive_payload(self.pings))
     }
 
     /// Whether a pong with this payload echoes a keepalive ping this
     /// connection sent, and is to be consumed rather than returned (see
     /// the module docs for why each case is decided so).
     pub(super) fn answers_keepalive(&self, payload: &[u8]) -> bool {
-        keepalive_number(payload).is_some_and(|n| (1..=self.timer.pings).contains(&n))
+        keepalive_number(payload).is_some_and(|n| (1..=self.pings).contains(&n))
     }
 }
 
@@ -303,8 +301,10 @@ mod tests {
 
     use super::*;
     use crate::config::{Config, Role};
+    use crate::error::Error;
     use crate::frame::OpCode;
     use crate::message::Message;
+    use crate::proto::context::WebSocketContext;
     use crate::proto::drive::{Next, Operation};
     use crate::proto::test_frames::WaitAt;
     use crate::proto::test_frames::{parse_frames, server_frame};
