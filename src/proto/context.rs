@@ -7,12 +7,11 @@ use crate::codec::FrameCodec;
 use crate::config::{Config, Role, Settings};
 use crate::deflate::DeflateParams;
 use crate::error::{Error, ProtocolError};
-use crate::proto::compression::{self, Compression};
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};
 use crate::proto::lifecycle::Lifecycle;
+use crate::proto::negotiated::Negotiated;
 use crate::proto::owed::Owed;
-use crate::proto::rate_limit::RateLimiter;
 use crate::proto::receive_path::ReceivePath;
 use crate::proto::state::State;
 use crate::proto::timers::Timer;
@@ -103,54 +102,15 @@ pub struct WebSocketContext {
     /// The control frames queued for the peer and the flushes owed to
     /// the stream.
     pub(super) owed: Owed,
-    /// What permessage-deflate negotiated, if anything.
-    pub(super) deflate: Option<DeflateParams>,
-    /// The compression state and subprotocol, if the handshake negotiated
-    /// either: see [`compression`](Self::compression).
-    pub(super) negotiated: Option<Box<Negotiated>>,
+    /// What the handshake negotiated (permessage-deflate, a subprotocol)
+    /// and a rate limit's state, behind one pointer (`negotiated.rs`).
+    pub(super) negotiated: Negotiated,
     /// The deadline the connection waits on, what it means, and the
     /// keepalive pings sent, whose pongs a read consumes (`timers.rs`).
     pub(super) timer: Timer,
 }
 
-/// What the handshake negotiated beyond RFC 6455 itself, and the rate
-/// limiter. Behind one pointer: most connections have none of it, and an
-/// idle connection should cost as few bytes as possible.
-#[derive(Debug, Default)]
-pub(super) struct Negotiated {
-    pub(super) compression: Option<Compression>,
-    pub(super) subprotocol: Option<Box<str>>,
-    /// The buckets of [`Config::rate_limit`], if one is set.
-    pub(super) rate: Option<Box<RateLimiter>>,
-}
-
-impl Negotiated {
-    /// What a handshake that negotiated `compression` (if it did) leaves:
-    /// boxed only when there is something to hold.
-    pub(super) fn compressing(compression: Option<Compression>) -> Option<Box<Self>> {
-        compression.map(|compression| {
-            Box::new(Self {
-                compression: Some(compression),
-                subprotocol: None,
-                rate: None,
-            })
-        })
-    }
-}
-
 impl WebSocketContext {
-    /// The permessage-deflate state, if it was negotiated.
-    #[inline]
-    pub(super) fn compression(&self) -> Option<&Compression> {
-        self.negotiated.as_deref()?.compression.as_ref()
-    }
-
-    /// See [`compression`](Self::compression).
-    #[inline]
-    pub(super) fn compression_mut(&mut self) -> Option<&mut Compression> {
-        self.negotiated.as_deref_mut()?.compression.as_mut()
-    }
-
     /// A context for a connection whose opening handshake is done, without
     /// permessage-deflate. `config` is a [`Config`] or anything that
     /// converts into one (tungstenite's `WebSocketConfig` and
@@ -167,13 +127,9 @@ impl WebSocketContext {
     /// [`Config::deflate`], or its defaults. Without the `deflate` feature,
     /// `deflate` is ignored.
     pub fn with_deflate(role: Role, config: Config, deflate: Option<DeflateParams>) -> Self {
-        let compression = compression::negotiated(role, deflate.as_ref(), config.get_deflate());
-        let deflate = deflate.filter(|_| compression.is_some());
-        let negotiated = RateLimiter::attach(
-            Negotiated::compressing(compression),
-            config.get_rate_limit(),
-        );
-        let mut context = Self::idle(role, config.settings(), deflate, negotiated);
+        let negotiated =
+            Negotiated::new(role, deflate, config.get_deflate(), config.get_rate_limit());
+        let mut context = Self::idle(role, config.settings(), negotiated);
         context.lifecycle.opened(role);
         context
     }
@@ -181,12 +137,7 @@ impl WebSocketContext {
     /// A context in the open state with nothing queued, received or
     /// owed, and nothing observed yet (no connection counted, no span).
     /// Every context starts here.
-    pub(super) fn idle(
-        role: Role,
-        settings: Settings,
-        deflate: Option<DeflateParams>,
-        negotiated: Option<Box<Negotiated>>,
-    ) -> Self {
+    pub(super) fn idle(role: Role, settings: Settings, negotiated: Negotiated) -> Self {
         Self {
             role,
             settings,
@@ -194,7 +145,6 @@ impl WebSocketContext {
             lifecycle: Lifecycle::new(),
             receiving: ReceivePath::default(),
             owed: Owed::default(),
-            deflate,
             negotiated,
             timer: Timer::default(),
         }
@@ -216,7 +166,7 @@ impl WebSocketContext {
 
     /// The permessage-deflate parameters in use, if it was negotiated.
     pub fn deflate(&self) -> Option<&DeflateParams> {
-        self.deflate.as_ref()
+        self.negotiated.deflate()
     }
 
     /// The subprotocol the opening handshake chose (its
@@ -224,7 +174,7 @@ impl WebSocketContext {
     /// runs; a connection made otherwise has it from
     /// [`set_subprotocol`](Self::set_subprotocol).
     pub fn subprotocol(&self) -> Option<&str> {
-        self.negotiated.as_deref()?.subprotocol.as_deref()
+        self.negotiated.subprotocol()
     }
 
     /// Records the subprotocol the handshake chose, for a handshake run
@@ -233,17 +183,7 @@ impl WebSocketContext {
         if let Some(protocol) = protocol {
             self.lifecycle.observe_subprotocol(protocol);
         }
-        match (&mut self.negotiated, protocol) {
-            (Some(negotiated), protocol) => negotiated.subprotocol = protocol.map(Box::from),
-            (None, Some(protocol)) => {
-                self.negotiated = Some(Box::new(Negotiated {
-                    compression: None,
-                    subprotocol: Some(protocol.into()),
-                    rate: None,
-                }));
-            }
-            (None, None) => {}
-        }
+        self.negotiated.set_subprotocol(protocol);
     }
 
     /// This end's role.
@@ -254,14 +194,17 @@ impl WebSocketContext {
     /// The configuration, rebuilt from what the connection keeps of it
     /// (its settings, and the rate limit its limiter holds).
     pub fn config(&self) -> Config {
-        Config::from_parts(self.settings, self.rate_limit())
+        Config::from_parts(self.settings, self.negotiated.rate_limit())
     }
 
     /// Replaces the configuration; limits apply from the next frame (a
     /// changed rate limit starts with full buckets).
     pub fn set_config(&mut self, config: Config) {
         self.settings = config.settings();
-        self.apply_rate_limit(config.get_rate_limit());
+        // A message the removed limit held back is delivered next.
+        if let Some(held) = self.negotiated.set_rate_limit(config.get_rate_limit()) {
+            self.receiving.hold_unless_holding(held);
+        }
     }
 
     // ----- inputs -----

@@ -224,7 +224,7 @@ impl WebSocketContext {
             }
             // A rate limit holds the next message back: read nothing until
             // it fits (a pong it queued goes out meanwhile).
-            Ok(None) if self.is_throttled() => {
+            Ok(None) if self.negotiated.is_throttled() => {
                 self.prepare_output();
                 match self.owed_output() {
                     Some(next) if may_output => Ok(next),
@@ -331,7 +331,13 @@ impl WebSocketContext {
         // A deadline armed for an earlier state means nothing now (the
         // next `handle_timeout` arms the state's own).
         let deadline = self.timer.deadline(self.stage());
-        self.with_throttle_deadline(deadline)
+        if self.lifecycle.is_terminated() {
+            return deadline;
+        }
+        match self.negotiated.throttled_until() {
+            Some(until) => Some(deadline.map_or(until, |d| d.min(until))),
+            None => deadline,
+        }
     }
 
     /// Time is `now`: do what is due. The driver calls it before each wait
@@ -347,14 +353,14 @@ impl WebSocketContext {
     /// is now in are armed from `now`, and a rate limit's buckets earn what
     /// the time brought (`now` is the time it charges messages at).
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.observe_rate_clock(now);
+        self.negotiated.tell_time(now);
         // About to wait without reading: the peer's silence meanwhile is
         // ours, even if the hold ends before the keepalive deadline.
-        let throttled = !self.lifecycle.is_terminated() && self.is_throttled();
+        let throttled = !self.lifecycle.is_terminated() && self.negotiated.is_throttled();
         if throttled {
             self.timer.heard_if(true);
         }
-        let held = self.is_throttled();
+        let held = self.negotiated.is_throttled();
         match self.timer.fire(self.stage(), now, held, &self.settings) {
             Fired::Nothing => {}
             Fired::Ping => self.owed.owe_ping(),
@@ -372,7 +378,7 @@ impl WebSocketContext {
             self.codec.input.release_if_drained();
         }
         self.codec.output.release_if_drained();
-        if let Some(compression) = self.compression_mut() {
+        if let Some(compression) = self.negotiated.compression_mut() {
             compression.release_idle();
         }
         let unarmed = self.timer.is_unarmed();

@@ -8,6 +8,7 @@ mod context;
 mod drive;
 mod lifecycle;
 mod linger;
+mod negotiated;
 mod owed;
 mod rate_limit;
 mod receive;

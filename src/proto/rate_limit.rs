@@ -71,12 +71,12 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{CapacityError, Error, Result};
+use crate::error::{CapacityError, Error};
 use crate::message::Message;
-use crate::proto::context::{Negotiated, WebSocketContext};
+#[cfg(doc)]
+use crate::proto::context::WebSocketContext;
 #[cfg(doc)]
 use crate::proto::drive::Next;
-use crate::proto::lifecycle::RateLimitAction;
 
 /// A limit on how fast a connection receives: messages per second, bytes
 /// per second, or both, each a token bucket with a burst; and what happens
@@ -385,21 +385,8 @@ pub(super) struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// A new connection's rare state, with a limiter if there is a
-    /// `limit`.
-    pub(super) fn attach(
-        negotiated: Option<Box<Negotiated>>,
-        limit: Option<RateLimit>,
-    ) -> Option<Box<Negotiated>> {
-        let Some(limit) = limit else {
-            return negotiated;
-        };
-        let mut negotiated = negotiated.unwrap_or_default();
-        negotiated.rate = Some(Box::new(Self::new(limit)));
-        Some(negotiated)
-    }
-
-    fn new(limit: RateLimit) -> Self {
+    /// A limiter for `limit`, its buckets full.
+    pub(super) fn new(limit: RateLimit) -> Self {
         let mut limiter = Self {
             limit,
             origin: None,
@@ -412,8 +399,23 @@ impl RateLimiter {
         limiter
     }
 
+    /// The limit it enforces.
+    pub(super) fn limit(&self) -> RateLimit {
+        self.limit
+    }
+
+    /// Whether a message is held back until it fits.
+    pub(super) fn holds(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// The message held back, taking it.
+    pub(super) fn take_held(&mut self) -> Option<Message> {
+        self.held.take()
+    }
+
     /// Full buckets for `limit`.
-    fn fill(&mut self, limit: RateLimit) {
+    pub(super) fn fill(&mut self, limit: RateLimit) {
         self.limit = limit;
         self.messages = limit
             .get_messages_per_second()
@@ -427,7 +429,7 @@ impl RateLimiter {
 
     /// The driver says it is `instant`: the buckets earn what the time
     /// since the last instant brings (time only moves forward).
-    fn observe(&mut self, instant: Instant) {
+    pub(super) fn observe(&mut self, instant: Instant) {
         let origin = *self.origin.get_or_insert(instant);
         let since = instant.saturating_duration_since(origin).as_nanos();
         let now = u64::try_from(since).unwrap_or(u64::MAX);
@@ -460,6 +462,22 @@ impl RateLimiter {
         by_messages.max(by_bytes)
     }
 
+    /// `msg`, charged now, if it fits; if it does not, what the policy
+    /// says: hold it back until it fits, or fail the connection.
+    pub(super) fn admit_or_hold(&mut self, msg: Message) -> Admission {
+        let unit = match self.admit(&msg) {
+            Ok(()) => return Admission::Admitted(msg),
+            Err(unit) => unit,
+        };
+        match self.limit.policy {
+            RatePolicy::Throttle => {
+                self.held = Some(msg);
+                Admission::Held
+            }
+            RatePolicy::Close => Admission::Exceeded(self.exceeded(unit)),
+        }
+    }
+
     /// Charges `msg` now if it fits; otherwise the bucket it overran.
     fn admit(&mut self, msg: &Message) -> std::result::Result<(), RateUnit> {
         let Some((messages, bytes)) = Self::costs(msg) else {
@@ -481,7 +499,7 @@ impl RateLimiter {
     }
 
     /// When the held message fits.
-    fn until(&self) -> Option<Instant> {
+    pub(super) fn until(&self) -> Option<Instant> {
         let at = self.fits_at(self.held.as_ref()?);
         self.origin?.checked_add(Duration::from_nanos(at))
     }
@@ -503,161 +521,16 @@ impl RateLimiter {
     }
 }
 
-// ----- the context's side -----
-
-impl WebSocketContext {
-    #[inline]
-    fn rate_limiter(&self) -> Option<&RateLimiter> {
-        self.negotiated.as_deref()?.rate.as_deref()
-    }
-
-    #[inline]
-    fn rate_limiter_mut(&mut self) -> Option<&mut RateLimiter> {
-        self.negotiated.as_deref_mut()?.rate.as_deref_mut()
-    }
-
-    /// The rate limit in force, which its limiter keeps (the context keeps
-    /// no copy: a connection without one holds nothing for it).
-    pub(super) fn rate_limit(&self) -> Option<RateLimit> {
-        self.rate_limiter().map(|limiter| limiter.limit)
-    }
-
-    /// Sets up, changes or removes the limiter to match `limit` (on
-    /// `set_config`). A changed limit starts with full buckets; a message
-    /// held back is kept (and handed over next, if the limit is gone).
-    pub(super) fn apply_rate_limit(&mut self, limit: Option<RateLimit>) {
-        if limit == self.rate_limit() {
-            return;
-        }
-        match (limit, self.rate_limiter_mut()) {
-            (Some(limit), Some(limiter)) => limiter.fill(limit),
-            (Some(_), None) => {
-                self.negotiated = RateLimiter::attach(self.negotiated.take(), limit);
-            }
-            (None, _) => {
-                let limiter = self.negotiated.as_mut().and_then(|n| n.rate.take());
-                if let Some(msg) = limiter.and_then(|l| l.held) {
-                    self.receiving.hold_unless_holding(msg);
-                }
-            }
-        }
-    }
-
-    /// [`next_message`](Self::next_message), within the rate limit. Without
-    /// one, that is a single test of a pointer that is usually null.
-    #[inline]
-    pub(super) fn next_message_within_limit(&mut self) -> Result<Option<Message>> {
-        if self.negotiated.is_none() {
-            return self.parse_next_message();
-        }
-        self.next_message_limited()
-    }
-
-    /// `Ok(None)` with a message held back when throttled: see
-    /// [`is_throttled`](Self::is_throttled). Out of line: it must not
-    /// weigh on the common path, which has no limit.
-    #[inline(never)]
-    fn next_message_limited(&mut self) -> Result<Option<Message>> {
-        match self.rate_limiter() {
-            None => self.parse_next_message(),
-            Some(limiter) if limiter.held.is_some() => self.next_held_message(),
-            Some(_) => {
-                let Some(msg) = self.parse_next_message()? else {
-                    return Ok(None);
-                };
-                let limiter = self.rate_limiter_mut().expect("checked above");
-                match limiter.admit(&msg) {
-                    Ok(()) => Ok(Some(msg)),
-                    Err(unit) => self.over_limit(msg, unit, false),
-                }
-            }
-        }
-    }
-
-    /// [`next_message_limited`](Self::next_message_limited) while a
-    /// message is held back: that one, if it fits by now.
-    #[cold]
-    fn next_held_message(&mut self) -> Result<Option<Message>> {
-        let terminated = self.lifecycle.is_terminated();
-        let limiter = self.rate_limiter_mut().expect("a message is held");
-        let msg = limiter.held.take().expect("a message is held");
-        if terminated {
-            // A failed connection hands nothing more over.
-            return self.parse_next_message();
-        }
-        match limiter.admit(&msg) {
-            Ok(()) => Ok(Some(msg)),
-            Err(unit) => self.over_limit(msg, unit, true),
-        }
-    }
-
-    /// `msg` did not fit: hold it back, or fail the connection.
-    #[cold]
-    fn over_limit(
-        &mut self,
-        msg: Message,
-        unit: RateUnit,
-        was_held: bool,
-    ) -> Result<Option<Message>> {
-        let limiter = self.rate_limiter_mut().expect("a limit was overrun");
-        match limiter.limit.policy {
-            RatePolicy::Throttle => {
-                limiter.held = Some(msg);
-                // We stop reading: the peer's silence from now on is ours.
-                self.timer.heard_if(true);
-                if !was_held {
-                    self.lifecycle
-                        .observe_rate_limit(RateLimitAction::Throttled);
-                }
-                Ok(None)
-            }
-            RatePolicy::Close => {
-                let error = limiter.exceeded(unit);
-                self.lifecycle.observe_rate_limit(RateLimitAction::Closed);
-                Err(self.fail(error))
-            }
-        }
-    }
-
-    /// The message a throttle held back, if any (not once the connection
-    /// failed): for [`next_message`](Self::next_message), to which the
-    /// limit does not apply.
-    #[inline]
-    pub(super) fn take_held_message(&mut self) -> Option<Message> {
-        if self.negotiated.is_none() || self.lifecycle.is_terminated() {
-            return None;
-        }
-        self.rate_limiter_mut()?.held.take()
-    }
-
-    /// Whether a message is held back until the rate limit lets it
-    /// through: the context reads nothing meanwhile, and its deadline is
-    /// when the message fits.
-    pub(super) fn is_throttled(&self) -> bool {
-        self.rate_limiter()
-            .is_some_and(|limiter| limiter.held.is_some())
-    }
-
-    /// The driver says it is `now`: the rate limiter's clock.
-    #[inline]
-    pub(super) fn observe_rate_clock(&mut self, now: Instant) {
-        if let Some(limiter) = self.rate_limiter_mut() {
-            limiter.observe(now);
-        }
-    }
-
-    /// The connection's next deadline: `deadline`, or sooner the instant a
-    /// held message fits (as of the clock the limiter was last told).
-    #[inline]
-    pub(super) fn with_throttle_deadline(&self, deadline: Option<Instant>) -> Option<Instant> {
-        if self.lifecycle.is_terminated() {
-            return deadline;
-        }
-        match self.rate_limiter().and_then(RateLimiter::until) {
-            Some(until) => Some(deadline.map_or(until, |d| d.min(until))),
-            None => deadline,
-        }
-    }
+/// What a rate limit makes of a message read
+/// ([`RateLimiter::admit_or_hold`]).
+#[derive(Debug)]
+pub(super) enum Admission {
+    /// It fits: deliver it.
+    Admitted(Message),
+    /// It does not fit yet and is held back (policy `Throttle`).
+    Held,
+    /// It does not fit and the policy is `Close`: fail the connection.
+    Exceeded(Error),
 }
 
 #[cfg(test)]
@@ -670,6 +543,7 @@ mod tests {
     use crate::config::{Config, Role};
     use crate::error::TimeoutKind;
     use crate::frame::{CloseCode, OpCode};
+    use crate::proto::context::WebSocketContext;
     use crate::proto::drive::{Next, Operation};
 
     const SECOND: Duration = Duration::from_secs(1);
@@ -767,7 +641,10 @@ mod tests {
                 // connection: the peer closes at once.
                 Ok(Next::Discard) => ctx.input_ended(),
                 Ok(Next::Receive) => {
-                    assert!(!ctx.is_throttled(), "no input is asked for while throttled");
+                    assert!(
+                        !ctx.negotiated.is_throttled(),
+                        "no input is asked for while throttled"
+                    );
                     let sent = peer.sent_by(now);
                     if sent > peer.fed {
                         for _ in peer.fed..sent {
@@ -1086,7 +963,7 @@ mod tests {
         // none of it (its idle size is pinned in `context.rs`).
         let t0 = Instant::now();
         let mut ctx = WebSocketContext::new(Role::Server, Config::default());
-        assert!(ctx.negotiated.is_none(), "no state for a limit");
+        assert!(ctx.negotiated.is_empty(), "no state for a limit");
         let mut peer = Peer::flood(t0, 10 * MS, 16);
         let seen = run(&mut ctx, &mut peer, t0, t0 + 10 * SECOND);
         assert_eq!(seen.waits, 0);

@@ -9,6 +9,10 @@ use crate::frame::{FrameHeader, OpCode};
 use crate::message::Message;
 use crate::proto::close_payload::parse_close;
 use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
+use crate::proto::lifecycle::RateLimitAction;
+#[cfg(doc)]
+use crate::proto::negotiated::Negotiated;
+use crate::proto::rate_limit::Admission;
 use crate::proto::receive_path::ReceivePath;
 use crate::proto::state::State;
 use crate::utf8_bytes::Utf8Bytes;
@@ -66,6 +70,64 @@ impl WebSocketContext {
         self.read_frames().map_err(|e| self.fail(e))
     }
 
+    /// [`next_message`](Self::next_message), within the rate limit. Without
+    /// one, that is a single test of a pointer that is usually null.
+    #[inline]
+    pub(super) fn next_message_within_limit(&mut self) -> Result<Option<Message>> {
+        if self.negotiated.is_empty() {
+            return self.parse_next_message();
+        }
+        self.next_message_limited()
+    }
+
+    /// `Ok(None)` with a message held back when throttled: see
+    /// [`Negotiated::is_throttled`]. Out of line: it must not weigh on the
+    /// common path, which has no limit.
+    #[inline(never)]
+    fn next_message_limited(&mut self) -> Result<Option<Message>> {
+        let terminated = self.lifecycle.is_terminated();
+        let Some(limiter) = self.negotiated.rate_limiter_mut() else {
+            return self.parse_next_message();
+        };
+        let (msg, was_held) = match limiter.take_held() {
+            // A failed connection hands nothing more over.
+            Some(_) if terminated => return self.parse_next_message(),
+            Some(msg) => (msg, true),
+            None => match self.parse_next_message()? {
+                Some(msg) => (msg, false),
+                None => return Ok(None),
+            },
+        };
+        let limiter = self.negotiated.rate_limiter_mut().expect("checked above");
+        match limiter.admit_or_hold(msg) {
+            Admission::Admitted(msg) => Ok(Some(msg)),
+            Admission::Held => {
+                // We stop reading: the peer's silence from now on is ours.
+                self.timer.heard_if(true);
+                if !was_held {
+                    self.lifecycle
+                        .observe_rate_limit(RateLimitAction::Throttled);
+                }
+                Ok(None)
+            }
+            Admission::Exceeded(error) => {
+                self.lifecycle.observe_rate_limit(RateLimitAction::Closed);
+                Err(self.fail(error))
+            }
+        }
+    }
+
+    /// The message a throttle held back, if any (not once the connection
+    /// failed): for [`next_message`](Self::next_message), to which the
+    /// limit does not apply.
+    #[inline]
+    fn take_held_message(&mut self) -> Option<Message> {
+        if self.negotiated.is_empty() || self.lifecycle.is_terminated() {
+            return None;
+        }
+        self.negotiated.take_held()
+    }
+
     /// Whether the closing handshake has completed or the connection failed.
     pub fn is_terminated(&self) -> bool {
         self.lifecycle.is_terminated()
@@ -86,7 +148,7 @@ impl WebSocketContext {
     }
 
     fn read_frames(&mut self) -> Result<Option<Message>> {
-        let negotiated = self.compression().is_some();
+        let negotiated = self.negotiated.compression().is_some();
         loop {
             let mut check = HeaderAndText {
                 role: self.role,
@@ -135,7 +197,7 @@ impl WebSocketContext {
         let before = inflated.len();
         let max = self.settings.message_limit();
         let text = self.receiving.is_text();
-        let compression = self.compression_mut().expect("negotiated");
+        let compression = self.negotiated.compression_mut().expect("negotiated");
         compression.inflate(&payload, header.is_final, &mut inflated, max, text)?;
         self.receiving
             .validate_text(&inflated[before..], false)

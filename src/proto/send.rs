@@ -60,7 +60,7 @@ impl WebSocketContext {
         // not compressed, room in the buffer. Anything else (control
         // frames, compression, a full buffer, closing) takes the checked
         // path below.
-        let uncompressed = !may_compress || self.compression().is_none();
+        let uncompressed = !may_compress || self.negotiated.compression().is_none();
         if self.lifecycle.state() == State::Active && !opcode.is_control() && uncompressed {
             let len = payload.len();
             let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
@@ -91,7 +91,7 @@ impl WebSocketContext {
             ))));
         }
         if compress {
-            let compression = self.compression_mut().expect("checked above");
+            let compression = self.negotiated.compression_mut().expect("checked above");
             let payload = compression.compress(&payload);
             self.push_frame_rsv1(opcode, payload, true);
         } else {
@@ -135,6 +135,7 @@ impl WebSocketContext {
         let len = msg.len();
         self.check_sendable(opcode, len)?;
         let compression = self
+            .negotiated
             .compression()
             .filter(|_| self.wants_compression(opcode, len));
         let Some(compression) = compression else {
@@ -155,7 +156,7 @@ impl WebSocketContext {
                 self.lifecycle.observe_write_buffer_full();
                 return Err(Error::WriteBufferFullPrepared(msg.clone()));
             }
-            let compression = self.compression_mut().expect("checked above");
+            let compression = self.negotiated.compression_mut().expect("checked above");
             let payload = compression.compress(msg.payload());
             self.push_frame_rsv1(opcode, payload, true);
             return Ok(());
@@ -240,7 +241,7 @@ impl WebSocketContext {
     /// Whether a message of `len` bytes goes out compressed.
     #[inline]
     fn wants_compression(&self, opcode: OpCode, len: usize) -> bool {
-        !opcode.is_control() && self.compression().is_some_and(|c| c.wants(len))
+        !opcode.is_control() && self.negotiated.compression().is_some_and(|c| c.wants(len))
     }
 
     /// Whether a frame with `body` payload bytes fits in the out buffer now
@@ -341,7 +342,7 @@ impl WebSocketContext {
         if self.codec.output.is_empty() {
             self.owed.flush_paid();
             self.codec.output.release_if_drained();
-            if let Some(compression) = self.compression_mut() {
+            if let Some(compression) = self.negotiated.compression_mut() {
                 compression.release_idle();
             }
         }

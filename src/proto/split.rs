@@ -22,8 +22,8 @@ use std::ops::{Deref, DerefMut};
 use bytes::{Buf, Bytes};
 
 use crate::frame::CloseCode;
-use crate::proto::context::{Negotiated, WebSocketContext};
-use crate::proto::rate_limit::RateLimiter;
+use crate::proto::context::WebSocketContext;
+use crate::proto::negotiated::Negotiated;
 use crate::proto::state::State;
 
 /// The sending side of a connection split across two tasks
@@ -79,19 +79,21 @@ impl WebSocketContext {
     /// ([`take_control_frames`](Self::take_control_frames)). Its state
     /// changes are reported by this context, not by itself.
     pub fn split_sender(&mut self) -> SendHalf {
-        let mut compression = crate::proto::compression::negotiated(
-            self.role,
-            self.deflate.as_ref(),
-            self.settings.get_deflate(),
-        );
-        if let (Some(ours), Some(theirs)) = (self.compression_mut(), compression.as_mut()) {
-            ours.swap_deflater(theirs);
-        }
         // The sending side keeps a copy of the limit, idle, so that its
         // configuration reads back whole (as it did before the split).
-        let negotiated =
-            RateLimiter::attach(Negotiated::compressing(compression), self.rate_limit());
-        let mut sender = WebSocketContext::idle(self.role, self.settings, self.deflate, negotiated);
+        let mut negotiated = Negotiated::new(
+            self.role,
+            self.negotiated.deflate().copied(),
+            self.settings.get_deflate(),
+            self.negotiated.rate_limit(),
+        );
+        if let (Some(ours), Some(theirs)) = (
+            self.negotiated.compression_mut(),
+            negotiated.compression_mut(),
+        ) {
+            ours.swap_deflater(theirs);
+        }
+        let mut sender = WebSocketContext::idle(self.role, self.settings, negotiated);
         sender.lifecycle = self.lifecycle.for_send_half();
         sender.owed = self.owed.split_off_flushes();
         std::mem::swap(&mut sender.codec.output, &mut self.codec.output);
@@ -112,7 +114,10 @@ impl WebSocketContext {
         if !held.is_empty() {
             self.codec.output.push_encoded(&held);
         }
-        if let (Some(ours), Some(theirs)) = (self.compression_mut(), sender.compression_mut()) {
+        if let (Some(ours), Some(theirs)) = (
+            self.negotiated.compression_mut(),
+            sender.negotiated.compression_mut(),
+        ) {
             ours.swap_deflater(theirs);
         }
         self.owed.rejoin_flushes(&sender.owed);

@@ -214,7 +214,7 @@ impl Timer {
         held: bool,
         settings: &Settings,
     ) -> Fired {
-        if !self.deadline(stage).is_some_and(|deadline| deadline <= now) {
+        if self.deadline(stage).is_none_or(|deadline| deadline > now) {
             return Fired::Nothing;
         }
         let heard = std::mem::take(&mut self.heard) | held;
