@@ -3,7 +3,7 @@
 use bytes::BytesMut;
 use bytes::buf::Limit;
 
-use crate::codec::FrameCodec;
+use crate::codec::{InFrames, OutBuffer};
 use crate::config::{Config, Role, Settings};
 use crate::deflate::DeflateParams;
 use crate::error::{Error, ProtocolError};
@@ -93,7 +93,10 @@ pub struct WebSocketContext {
     /// The configuration, but for its rate limit (which the limiter
     /// keeps, in `negotiated`).
     pub(super) settings: Settings,
-    pub(super) codec: FrameCodec,
+    /// Received bytes and the frame being read.
+    pub(super) input: InFrames,
+    /// Encoded frames waiting for the stream.
+    pub(super) output: OutBuffer,
     /// Where the connection is in its life, what its read owes the stream
     /// at the end, and what reports it (`lifecycle.rs`).
     pub(super) lifecycle: Lifecycle,
@@ -141,7 +144,8 @@ impl WebSocketContext {
         Self {
             role,
             settings,
-            codec: FrameCodec::default(),
+            input: InFrames::default(),
+            output: OutBuffer::default(),
             lifecycle: Lifecycle::new(),
             receiving: ReceivePath::default(),
             owed: Owed::default(),
@@ -212,7 +216,7 @@ impl WebSocketContext {
     /// Zeroed space to read socket bytes into. Always follow it with
     /// [`commit_input`](Self::commit_input), with 0 if the read failed.
     pub fn input_spare(&mut self) -> &mut [u8] {
-        self.codec.input.spare(self.settings.get_read_buffer_size())
+        self.input.spare(self.settings.get_read_buffer_size())
     }
 
     /// Keeps `n` bytes read into [`input_spare`](Self::input_spare).
@@ -221,7 +225,7 @@ impl WebSocketContext {
     ///
     /// If `n` exceeds the length of the space handed out.
     pub fn commit_input(&mut self, n: usize) {
-        self.codec.input.commit(n);
+        self.input.commit(n);
         self.timer.heard_if(n > 0);
     }
 
@@ -232,26 +236,24 @@ impl WebSocketContext {
     /// much with [`input_appended`](Self::input_appended), also after a
     /// read that returned nothing.
     pub fn input_buffer(&mut self) -> Limit<&mut BytesMut> {
-        self.codec
-            .input
-            .for_read(self.settings.get_read_buffer_size())
+        self.input.for_read(self.settings.get_read_buffer_size())
     }
 
     /// `n` bytes were appended to [`input_buffer`](Self::input_buffer).
     pub fn input_appended(&mut self, n: usize) {
-        self.codec.input.appended(n);
+        self.input.appended(n);
         self.timer.heard_if(n > 0);
     }
 
     /// Appends received bytes (copying them).
     pub fn feed(&mut self, data: &[u8]) {
-        self.codec.input.extend(data);
+        self.input.extend(data);
         self.timer.heard_if(!data.is_empty());
     }
 
     /// Received bytes not yet turned into messages.
     pub fn buffered_input(&self) -> usize {
-        self.codec.input.buffered()
+        self.input.buffered()
     }
 
     /// The stream ended (a read returned 0 bytes). The next read poll
@@ -323,12 +325,12 @@ mod tests {
         let mut output = ctx.output();
         output.advance(output.remaining());
         ctx.write(Message::Binary(payload.clone())).unwrap();
-        assert!(ctx.codec.output.tail_capacity() > 0, "still allocated");
+        assert!(ctx.output.tail_capacity() > 0, "still allocated");
         // Written out and flushed: the connection may go idle.
         let mut output = ctx.output();
         output.advance(output.remaining());
         ctx.flushed();
-        assert_eq!(ctx.codec.output.tail_capacity(), 0);
+        assert_eq!(ctx.output.tail_capacity(), 0);
     }
 
     #[test]

@@ -257,7 +257,7 @@ impl WebSocketContext {
     fn owed_output(&self) -> Option<Next> {
         if !self.owed.flush_owed() {
             None
-        } else if self.codec.output.is_empty() {
+        } else if self.output.is_empty() {
             Some(Next::Flush)
         } else {
             Some(Next::Transmit)
@@ -268,7 +268,7 @@ impl WebSocketContext {
     /// it (a pong, a ping, a close) or `requested` (an
     /// [`Operation::Flush`] after [`flush`](Self::flush)).
     fn drain_and_flush(&self, requested: bool) -> Next {
-        if !self.codec.output.is_empty() {
+        if !self.output.is_empty() {
             Next::Transmit
         } else if requested || self.owed.flush_owed() {
             Next::Flush
@@ -278,8 +278,7 @@ impl WebSocketContext {
     }
 
     fn should_write_out(&self) -> bool {
-        !self.codec.output.is_empty()
-            && self.codec.output.len() >= self.settings.get_write_buffer_size()
+        !self.output.is_empty() && self.output.len() >= self.settings.get_write_buffer_size()
     }
 
     /// The connection failed for a close-coded error and our close frame
@@ -289,7 +288,7 @@ impl WebSocketContext {
     fn begin_linger(&mut self) {
         self.lifecycle.linger();
         self.receiving.drop_message();
-        self.codec.input.discard();
+        self.input.discard();
     }
 
     /// What the read does before it reports, once its owed output had its
@@ -299,14 +298,12 @@ impl WebSocketContext {
     /// buffer of what the last read of a linger brought, keeping its
     /// allocation.
     fn poll_ending(&mut self) -> Option<Next> {
-        if self.lifecycle.is_lingering()
-            && (!self.codec.output.is_empty() || self.owed.flush_owed())
-        {
+        if self.lifecycle.is_lingering() && (!self.output.is_empty() || self.owed.flush_owed()) {
             self.end_linger();
         }
         let step = self.lifecycle.ending_step();
         if matches!(step, Some(Next::Discard)) {
-            self.codec.input.discard();
+            self.input.discard();
         }
         step
     }
@@ -375,9 +372,9 @@ impl WebSocketContext {
         self.lifecycle.report_counts();
         if !self.lifecycle.is_lingering() {
             // A lingering read reads again at once: its buffer is reused.
-            self.codec.input.release_if_drained();
+            self.input.release_if_drained();
         }
-        self.codec.output.release_if_drained();
+        self.output.release_if_drained();
         if let Some(compression) = self.negotiated.compression_mut() {
             compression.release_idle();
         }
@@ -416,17 +413,17 @@ pub struct Output<'a> {
 impl Buf for Output<'_> {
     #[inline]
     fn remaining(&self) -> usize {
-        self.context.codec.output.remaining()
+        self.context.output.remaining()
     }
 
     #[inline]
     fn chunk(&self) -> &[u8] {
-        self.context.codec.output.chunk()
+        self.context.output.chunk()
     }
 
     #[inline]
     fn chunks_vectored<'b>(&'b self, dst: &mut [IoSlice<'b>]) -> usize {
-        self.context.codec.output.chunks_vectored(dst)
+        self.context.output.chunks_vectored(dst)
     }
 
     /// # Panics
@@ -434,6 +431,6 @@ impl Buf for Output<'_> {
     /// If `cnt` exceeds what remains.
     #[inline]
     fn advance(&mut self, cnt: usize) {
-        self.context.codec.output.advance(cnt);
+        self.context.output.advance(cnt);
     }
 }

@@ -56,10 +56,7 @@ impl WebSocketContext {
         match self.lifecycle.state() {
             State::Terminated => return Err(Error::AlreadyClosed),
             State::ClosedByPeer | State::CloseAcknowledged => {
-                if !self.owed.close_queued()
-                    && self.codec.output.is_empty()
-                    && !self.owed.flush_owed()
-                {
+                if !self.owed.close_queued() && self.output.is_empty() && !self.owed.flush_owed() {
                     self.lifecycle.completed();
                     return Err(Error::ConnectionClosed);
                 }
@@ -156,7 +153,7 @@ impl WebSocketContext {
                 negotiated,
                 receiving: &mut self.receiving,
             };
-            let Some(frame) = self.codec.input.next_frame(&mut check)? else {
+            let Some(frame) = self.input.next_frame(&mut check)? else {
                 // The burst is over: what it counted goes to the recorder.
                 self.lifecycle.report_counts();
                 return Ok(None);
@@ -276,14 +273,14 @@ impl WebSocketContext {
     fn complete(&mut self, opcode: OpCode, payload: Bytes) -> Result<Message> {
         if opcode == OpCode::Binary {
             self.lifecycle
-                .count_received(payload.len(), self.codec.input.buffered() == 0);
+                .count_received(payload.len(), self.input.buffered() == 0);
             return Ok(Message::Binary(payload));
         }
         self.receiving
             .finish_text()
             .map_err(|_| ProtocolError::InvalidUtf8)?;
         self.lifecycle
-            .count_received(payload.len(), self.codec.input.buffered() == 0);
+            .count_received(payload.len(), self.input.buffered() == 0);
         Ok(Message::Text(Utf8Bytes::from_validated(payload)))
     }
 }
@@ -291,7 +288,7 @@ impl WebSocketContext {
 /// The context's side of decoding, lent to
 /// [`InFrames::next_frame`](crate::codec::InFrames::next_frame): the fields
 /// a header is checked against and the message state it opens, everything
-/// but the codec (which is decoding meanwhile).
+/// but the input (which is decoding meanwhile).
 struct HeaderAndText<'a> {
     role: Role,
     settings: &'a Settings,

@@ -64,7 +64,7 @@ impl WebSocketContext {
         if self.lifecycle.state() == State::Active && !opcode.is_control() && uncompressed {
             let len = payload.len();
             let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
-            if self.codec.output.len() + encoded <= self.settings.get_max_write_buffer_size() {
+            if self.output.len() + encoded <= self.settings.get_max_write_buffer_size() {
                 self.push_frame(opcode, payload);
                 self.lifecycle.count_sent(len);
                 return Ok(());
@@ -144,7 +144,7 @@ impl WebSocketContext {
                 return Err(Error::WriteBufferFullPrepared(msg.clone()));
             }
             match self.role {
-                Role::Server => self.codec.output.push_encoded(msg.frame()),
+                Role::Server => self.output.push_encoded(msg.frame()),
                 Role::Client => self.push_frame(opcode, msg.payload().clone()),
             }
             return Ok(());
@@ -170,7 +170,7 @@ impl WebSocketContext {
             return Err(Error::WriteBufferFullPrepared(msg.clone()));
         }
         match self.role {
-            Role::Server => self.codec.output.push_encoded(&frame),
+            Role::Server => self.output.push_encoded(&frame),
             Role::Client => self.push_frame_rsv1(opcode, frame.slice(header_len..), true),
         }
         Ok(())
@@ -214,7 +214,7 @@ impl WebSocketContext {
         if let Some(mask) = header.mask {
             apply_mask(&mut encoded[head_len..], mask);
         }
-        self.codec.output.push_encoded(&encoded.freeze());
+        self.output.push_encoded(&encoded.freeze());
         Ok(())
     }
 
@@ -257,7 +257,7 @@ impl WebSocketContext {
             }
             .into());
         }
-        Ok(self.codec.output.len() + encoded <= max)
+        Ok(self.output.len() + encoded <= max)
     }
 
     /// Starts the closing handshake by queueing a close frame (never
@@ -339,9 +339,9 @@ impl WebSocketContext {
     /// flushed burst is where a connection may go idle (a task that only
     /// writes never waits in a read to release buffers).
     pub(super) fn on_flushed(&mut self) {
-        if self.codec.output.is_empty() {
+        if self.output.is_empty() {
             self.owed.flush_paid();
-            self.codec.output.release_if_drained();
+            self.output.release_if_drained();
             if let Some(compression) = self.negotiated.compression_mut() {
                 compression.release_idle();
             }
@@ -350,7 +350,7 @@ impl WebSocketContext {
 
     /// Bytes written but not yet handed to the stream.
     pub fn buffered_output(&self) -> usize {
-        self.codec.output.len()
+        self.output.len()
     }
 
     #[inline]
@@ -365,7 +365,7 @@ impl WebSocketContext {
         if self.role == Role::Client {
             header.mask = Some(mask_key());
         }
-        self.codec.output.push_frame(&header, payload);
+        self.output.push_frame(&header, payload);
     }
 }
 

@@ -96,7 +96,7 @@ impl WebSocketContext {
         let mut sender = WebSocketContext::idle(self.role, self.settings, negotiated);
         sender.lifecycle = self.lifecycle.for_send_half();
         sender.owed = self.owed.split_off_flushes();
-        std::mem::swap(&mut sender.codec.output, &mut self.codec.output);
+        std::mem::swap(&mut sender.output, &mut self.output);
         SendHalf { context: sender }
     }
 
@@ -107,12 +107,12 @@ impl WebSocketContext {
     pub fn rejoin_sender(&mut self, sender: SendHalf) {
         let mut sender = sender.context;
         let held = {
-            let output = &mut self.codec.output;
+            let output = &mut self.output;
             output.copy_to_bytes(output.remaining())
         };
-        std::mem::swap(&mut sender.codec.output, &mut self.codec.output);
+        std::mem::swap(&mut sender.output, &mut self.output);
         if !held.is_empty() {
-            self.codec.output.push_encoded(&held);
+            self.output.push_encoded(&held);
         }
         if let (Some(ours), Some(theirs)) = (
             self.negotiated.compression_mut(),
@@ -170,7 +170,7 @@ impl SendHalf {
     /// ([`ProtocolError::SendAfterClosing`](crate::error::ProtocolError::SendAfterClosing)).
     pub fn queue_control(&mut self, frames: ControlFrames) {
         if !frames.frames.is_empty() {
-            self.context.codec.output.push_encoded(&frames.frames);
+            self.context.output.push_encoded(&frames.frames);
             self.context.owed.owe_flush();
         }
         if frames.closes {
