@@ -6,13 +6,18 @@ use bytes::buf::Limit;
 use crate::codec::{InFrames, OutBuffer};
 use crate::config::{Config, Role, Settings};
 use crate::deflate::DeflateParams;
-use crate::error::{Error, ProtocolError};
+use crate::error::{Error, ProtocolError, Result};
+use crate::message::{CloseFrame, Message};
+#[cfg(doc)]
+use crate::error::CapacityError;
+use crate::prepared::PreparedMessage;
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};
 use crate::proto::lifecycle::Lifecycle;
 use crate::proto::negotiated::Negotiated;
 use crate::proto::owed::Owed;
 use crate::proto::receive_path::ReceivePath;
+use crate::proto::send::Sending;
 use crate::proto::state::State;
 use crate::proto::timers::Timer;
 
@@ -208,6 +213,113 @@ impl WebSocketContext {
         // A message the removed limit held back is delivered next.
         if let Some(held) = self.negotiated.set_rate_limit(config.get_rate_limit()) {
             self.receiving.hold_unless_holding(held);
+        }
+    }
+
+    // ----- commands -----
+
+    /// Encodes `msg` into the out buffer. Never does I/O.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::WriteBufferFull`] with `msg` as given if it would take the
+    ///   out buffer past `max_write_buffer_size` (flush and retry).
+    /// - [`CapacityError::MessageTooLong`] if it is larger than
+    ///   `max_write_buffer_size` on its own.
+    /// - [`ProtocolError::ControlFrameTooBig`] for a ping or pong over 125
+    ///   bytes.
+    /// - [`ProtocolError::SendAfterClosing`] after a close frame was sent or
+    ///   received; [`Error::AlreadyClosed`] once the connection is over.
+    #[inline]
+    pub fn write(&mut self, msg: Message) -> Result<()> {
+        self.sending().write_with(msg, true)
+    }
+
+    /// [`write`](Self::write), but never compressed, whatever was
+    /// negotiated: for payloads known not to compress (already compressed
+    /// media, random bytes) or that must not share a compression context
+    /// with secrets (see BREACH-style attacks).
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write).
+    pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
+        self.sending().write_with(msg, false)
+    }
+
+    /// Encodes a [`PreparedMessage`] into the out buffer: the bytes on the
+    /// wire are what [`write`](Self::write) would have produced for the
+    /// same message, but the work is shared between every connection it is
+    /// written to (see [`PreparedMessage`] for what is shared when).
+    ///
+    /// # Errors
+    ///
+    /// As for [`write`](Self::write), except that a full buffer hands the
+    /// prepared message back in [`Error::WriteBufferFullPrepared`].
+    pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
+        self.sending().write_prepared(msg)
+    }
+
+    /// Starts the closing handshake by queueing a close frame (never
+    /// refused for lack of room) that is owed a flush like a close reply.
+    /// Idempotent while closing.
+    ///
+    /// # Errors
+    ///
+    /// - [`ProtocolError::SendForbiddenCloseCode`] for a code the RFC
+    ///   forbids on the wire (1005, 1006, 1015, reserved or out-of-range
+    ///   codes): nothing is queued and the connection stays open.
+    /// - [`Error::AlreadyClosed`] once the connection is over.
+    pub fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        self.sending().close(frame)
+    }
+
+    /// Whether messages can still be written: not once a close frame was
+    /// sent or received.
+    pub fn can_write(&self) -> bool {
+        self.lifecycle.state() == State::Active
+    }
+
+    /// Bytes written but not yet handed to the stream.
+    pub fn buffered_output(&self) -> usize {
+        self.output.len()
+    }
+
+    /// The send path, lent for one command (`send.rs`).
+    #[inline]
+    pub(super) fn sending(&mut self) -> Sending<'_> {
+        Sending::new(
+            self.role,
+            &self.settings,
+            &mut self.output,
+            &mut self.owed,
+            &mut self.lifecycle,
+            &mut self.negotiated,
+        )
+    }
+
+    /// Moves a queued pong, keepalive ping and close frame into the out
+    /// buffer (after any data already there) and marks a flush as owed.
+    ///
+    /// While an earlier pong still sits unflushed in the out buffer, a newer
+    /// one stays queued (replacing older queued ones): a peer that pings
+    /// without reading cannot grow the buffer.
+    #[inline]
+    pub(super) fn prepare_output(&mut self) {
+        // Nearly every call finds nothing queued.
+        if self.owed.has_queued() {
+            let Self {
+                role,
+                settings,
+                output,
+                owed,
+                lifecycle,
+                negotiated,
+                timer,
+                ..
+            } = self;
+            Sending::new(*role, settings, output, owed, lifecycle, negotiated)
+                .move_queued_frames(timer);
         }
     }
 

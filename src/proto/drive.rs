@@ -9,6 +9,7 @@ use std::time::Instant;
 use bytes::Buf;
 
 use crate::error::{Error, Result, TimeoutKind};
+use crate::codec::OutBuffer;
 use crate::message::Message;
 use crate::proto::context::WebSocketContext;
 use crate::proto::state::State;
@@ -125,10 +126,7 @@ impl WebSocketContext {
         self.prepare_output();
         match op {
             Operation::Read => self.poll_read(),
-            Operation::Flush => Ok(self.drain_and_flush(self.owed.flush_requested())),
-            Operation::Write if self.owed.flush_owed() => Ok(self.drain_and_flush(false)),
-            Operation::Write if self.should_write_out() => Ok(Next::Transmit),
-            Operation::Write => Ok(Next::Done),
+            op => Ok(self.sending().poll_output(op)),
         }
     }
 
@@ -144,7 +142,9 @@ impl WebSocketContext {
     /// once with `chunks_vectored`, as tokio's `poll_write_buf` does) and
     /// `advance` it by what the stream took.
     pub fn output(&mut self) -> Output<'_> {
-        Output { context: self }
+        Output {
+            output: &mut self.output,
+        }
     }
 
     /// The stream could not take output now while running `op`. Returns `true` if the driver
@@ -171,9 +171,7 @@ impl WebSocketContext {
 
     /// The stream was flushed.
     pub fn flushed(&mut self) {
-        self.owed.flushed();
-        self.on_flushed();
-        self.lifecycle.report_counts();
+        self.sending().flushed();
     }
 
     /// The stream's write side was shut down (or could not be, or has no
@@ -199,7 +197,7 @@ impl WebSocketContext {
         // Only the poll right after a blocked write skips the output.
         let may_output = self.owed.take_may_output();
         if may_output {
-            if let Some(next) = self.owed_output() {
+            if let Some(next) = self.owed.delivery(&self.output) {
                 return Ok(next);
             }
         }
@@ -213,7 +211,7 @@ impl WebSocketContext {
             Ok(Some(msg)) => {
                 self.prepare_output();
                 if may_output {
-                    if let Some(next) = self.owed_output() {
+                    if let Some(next) = self.owed.delivery(&self.output) {
                         // The pong or close reply goes out before the
                         // message is returned, unless the stream is full.
                         self.receiving.hold(Ok(msg));
@@ -226,14 +224,14 @@ impl WebSocketContext {
             // it fits (a pong it queued goes out meanwhile).
             Ok(None) if self.negotiated.is_throttled() => {
                 self.prepare_output();
-                match self.owed_output() {
+                match self.owed.delivery(&self.output) {
                     Some(next) if may_output => Ok(next),
                     _ => Ok(Next::Wait),
                 }
             }
             Ok(None) if self.lifecycle.state().can_receive() => Ok(Next::Receive),
             // Closing: what is left is draining our output.
-            Ok(None) => Ok(self.drain_and_flush(false)),
+            Ok(None) => Ok(self.owed.drain(&self.output, false)),
             Err(Error::ConnectionClosed) => {
                 self.receiving.hold(Err(Error::ConnectionClosed));
                 self.lifecycle.end_with_shutdown();
@@ -246,39 +244,10 @@ impl WebSocketContext {
                 self.prepare_output();
                 self.receiving.hold(Err(error));
                 self.begin_linger();
-                Ok(self.owed_output().unwrap_or(Next::Shutdown))
+                Ok(self.owed.delivery(&self.output).unwrap_or(Next::Shutdown))
             }
             Err(error) => Err(error),
         }
-    }
-
-    /// The step that delivers a pong, keepalive ping or close frame in the
-    /// out buffer: write it (and whatever data is ahead of it) and flush.
-    fn owed_output(&self) -> Option<Next> {
-        if !self.owed.flush_owed() {
-            None
-        } else if self.output.is_empty() {
-            Some(Next::Flush)
-        } else {
-            Some(Next::Transmit)
-        }
-    }
-
-    /// Write out what is buffered, then flush if something owed calls for
-    /// it (a pong, a ping, a close) or `requested` (an
-    /// [`Operation::Flush`] after [`flush`](Self::flush)).
-    fn drain_and_flush(&self, requested: bool) -> Next {
-        if !self.output.is_empty() {
-            Next::Transmit
-        } else if requested || self.owed.flush_owed() {
-            Next::Flush
-        } else {
-            Next::Done
-        }
-    }
-
-    fn should_write_out(&self) -> bool {
-        !self.output.is_empty() && self.output.len() >= self.settings.get_write_buffer_size()
     }
 
     /// The connection failed for a close-coded error and our close frame
@@ -407,23 +376,23 @@ impl WebSocketContext {
 /// `advance` records what the stream took.
 #[derive(Debug)]
 pub struct Output<'a> {
-    context: &'a mut WebSocketContext,
+    output: &'a mut OutBuffer,
 }
 
 impl Buf for Output<'_> {
     #[inline]
     fn remaining(&self) -> usize {
-        self.context.output.remaining()
+        self.output.remaining()
     }
 
     #[inline]
     fn chunk(&self) -> &[u8] {
-        self.context.output.chunk()
+        self.output.chunk()
     }
 
     #[inline]
     fn chunks_vectored<'b>(&'b self, dst: &mut [IoSlice<'b>]) -> usize {
-        self.context.output.chunks_vectored(dst)
+        self.output.chunks_vectored(dst)
     }
 
     /// # Panics
@@ -431,6 +400,6 @@ impl Buf for Output<'_> {
     /// If `cnt` exceeds what remains.
     #[inline]
     fn advance(&mut self, cnt: usize) {
-        self.context.output.advance(cnt);
+        self.output.advance(cnt);
     }
 }

@@ -9,7 +9,9 @@
 
 use bytes::Bytes;
 
+use crate::codec::OutBuffer;
 use crate::frame::CloseCode;
+use crate::proto::drive::Next;
 
 /// Control frames queued for the peer, and the flushes owed to the
 /// stream. Sixteen bytes: a pointer, the close code and four flags, so
@@ -141,6 +143,34 @@ impl Owed {
     #[inline]
     pub(super) fn take_may_output(&mut self) -> bool {
         !std::mem::take(&mut self.output_blocked)
+    }
+
+    /// The step that delivers a pong, keepalive ping or close frame in
+    /// `output`: write it (and whatever data is ahead of it) and flush.
+    #[inline]
+    pub(super) fn delivery(&self, output: &OutBuffer) -> Option<Next> {
+        if !self.flush {
+            None
+        } else if output.is_empty() {
+            Some(Next::Flush)
+        } else {
+            Some(Next::Transmit)
+        }
+    }
+
+    /// Write out what is buffered in `output`, then flush if something
+    /// owed calls for it (a pong, a ping, a close) or `requested` (an
+    /// [`Operation::Flush`](super::Operation::Flush) after a flush was
+    /// asked for).
+    #[inline]
+    pub(super) fn drain(&self, output: &OutBuffer, requested: bool) -> Next {
+        if !output.is_empty() {
+            Next::Transmit
+        } else if requested || self.flush {
+            Next::Flush
+        } else {
+            Next::Done
+        }
     }
 
     /// What the sending half of a split takes: the flushes owed with the

@@ -1,4 +1,6 @@
-//! The send direction of [`WebSocketContext`]: messages in, bytes out.
+//! The send direction: messages in, bytes out, for a whole connection
+//! ([`WebSocketContext`]) and for the sending half split off one
+//! ([`SendHalf`](crate::SendHalf)) alike.
 
 use bytes::{Bytes, BytesMut};
 
@@ -10,44 +12,74 @@ use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
 use crate::proto::close_payload::{encode_close, parse_close};
 use crate::proto::compression;
-use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
+use crate::codec::OutBuffer;
+use crate::config::Settings;
+use crate::proto::context::MAX_CONTROL_PAYLOAD;
+#[cfg(doc)]
+use crate::proto::context::WebSocketContext;
+use crate::proto::drive::{Next, Operation};
+use crate::proto::lifecycle::Lifecycle;
+use crate::proto::negotiated::Negotiated;
+use crate::proto::owed::Owed;
 use crate::proto::state::State;
+use crate::proto::timers::Timer;
 use crate::utf8_bytes::Utf8Bytes;
 
-impl WebSocketContext {
-    // ----- commands -----
+/// The send path of a connection, lent for one command: by a
+/// [`WebSocketContext`] or a [`SendHalf`](crate::SendHalf), each of which
+/// owns the pieces. Everything that encodes a message is here, once.
+#[derive(Debug)]
+pub(super) struct Sending<'a> {
+    role: Role,
+    settings: &'a Settings,
+    output: &'a mut OutBuffer,
+    owed: &'a mut Owed,
+    lifecycle: &'a mut Lifecycle,
+    negotiated: &'a mut Negotiated,
+}
 
-    /// Encodes `msg` into the out buffer. Never does I/O.
-    ///
-    /// # Errors
-    ///
-    /// - [`Error::WriteBufferFull`] with `msg` as given if it would take the
-    ///   out buffer past `max_write_buffer_size` (flush and retry).
-    /// - [`CapacityError::MessageTooLong`] if it is larger than
-    ///   `max_write_buffer_size` on its own.
-    /// - [`ProtocolError::ControlFrameTooBig`] for a ping or pong over 125
-    ///   bytes.
-    /// - [`ProtocolError::SendAfterClosing`] after a close frame was sent or
-    ///   received; [`Error::AlreadyClosed`] once the connection is over.
+impl<'a> Sending<'a> {
+    /// Lends the send path made of these pieces.
     #[inline]
-    pub fn write(&mut self, msg: Message) -> Result<()> {
-        self.write_with(msg, true)
+    pub(super) fn new(
+        role: Role,
+        settings: &'a Settings,
+        output: &'a mut OutBuffer,
+        owed: &'a mut Owed,
+        lifecycle: &'a mut Lifecycle,
+        negotiated: &'a mut Negotiated,
+    ) -> Self {
+        Self {
+            role,
+            settings,
+            output,
+            owed,
+            lifecycle,
+            negotiated,
+        }
     }
 
-    /// [`write`](Self::write), but never compressed, whatever was
-    /// negotiated: for payloads known not to compress (already compressed
-    /// media, random bytes) or that must not share a compression context
-    /// with secrets (see BREACH-style attacks).
-    ///
-    /// # Errors
-    ///
-    /// As for [`write`](Self::write).
-    pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
-        self.write_with(msg, false)
+    /// What the driver of `op` does next, for what writing owes: see
+    /// [`Operation::Write`] and [`Operation::Flush`]; a read owes nothing
+    /// here.
+    #[inline]
+    pub(super) fn poll_output(&self, op: Operation) -> Next {
+        match op {
+            Operation::Flush => self.owed.drain(self.output, self.owed.flush_requested()),
+            Operation::Write if self.owed.flush_owed() => self.owed.drain(self.output, false),
+            Operation::Write if self.should_write_out() => Next::Transmit,
+            Operation::Write | Operation::Read => Next::Done,
+        }
     }
 
+    fn should_write_out(&self) -> bool {
+        !self.output.is_empty() && self.output.len() >= self.settings.get_write_buffer_size()
+    }
+
+    /// Encodes `msg` into the out buffer, compressed if negotiated and
+    /// `may_compress`: see [`WebSocketContext::write`].
     #[inline]
-    fn write_with(&mut self, msg: Message, may_compress: bool) -> Result<()> {
+    pub(super) fn write_with(&mut self, msg: Message, may_compress: bool) -> Result<()> {
         let (opcode, payload) = match msg {
             Message::Text(text) => (OpCode::Text, text.into_bytes()),
             Message::Binary(data) => (OpCode::Binary, data),
@@ -103,16 +135,8 @@ impl WebSocketContext {
         Ok(())
     }
 
-    /// Encodes a [`PreparedMessage`] into the out buffer: the bytes on the
-    /// wire are what [`write`](Self::write) would have produced for the
-    /// same message, but the work is shared between every connection it is
-    /// written to (see [`PreparedMessage`] for what is shared when).
-    ///
-    /// # Errors
-    ///
-    /// As for [`write`](Self::write), except that a full buffer hands the
-    /// prepared message back in [`Error::WriteBufferFullPrepared`].
-    pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
+    /// See [`WebSocketContext::write_prepared`].
+    pub(super) fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.encode_prepared(msg)?;
         if matches!(msg.message(), Message::Text(_) | Message::Binary(_)) {
             self.lifecycle.count_sent(msg.len());
@@ -218,12 +242,6 @@ impl WebSocketContext {
         Ok(())
     }
 
-    /// Whether messages can still be written: not once a close frame was
-    /// sent or received.
-    pub fn can_write(&self) -> bool {
-        self.lifecycle.state() == State::Active
-    }
-
     /// Whether a data or control message of `len` bytes may be sent now.
     #[inline]
     fn check_sendable(&self, opcode: OpCode, len: usize) -> Result<()> {
@@ -260,17 +278,8 @@ impl WebSocketContext {
         Ok(self.output.len() + encoded <= max)
     }
 
-    /// Starts the closing handshake by queueing a close frame (never
-    /// refused for lack of room) that is owed a flush like a close reply.
-    /// Idempotent while closing.
-    ///
-    /// # Errors
-    ///
-    /// - [`ProtocolError::SendForbiddenCloseCode`] for a code the RFC
-    ///   forbids on the wire (1005, 1006, 1015, reserved or out-of-range
-    ///   codes): nothing is queued and the connection stays open.
-    /// - [`Error::AlreadyClosed`] once the connection is over.
-    pub fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+    /// Queues our close frame: see [`WebSocketContext::close`].
+    pub(super) fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
         // RFC 6455 section 7.4.1: 1005, 1006 and 1015 "MUST NOT be set as a
         // status code in a Close control frame by an endpoint"; the peer
         // fails the connection on those and on unassigned ranges.
@@ -301,21 +310,17 @@ impl WebSocketContext {
     /// While an earlier pong still sits unflushed in the out buffer, a newer
     /// one stays queued (replacing older queued ones): a peer that pings
     /// without reading cannot grow the buffer.
-    #[inline]
-    pub(super) fn prepare_output(&mut self) {
-        // Nearly every call finds nothing queued.
-        if self.owed.has_queued() {
-            self.move_queued_frames();
-        }
-    }
-
-    fn move_queued_frames(&mut self) {
+    /// The keepalive ping's payload comes from the `timer`, which counts
+    /// it as sent. Call it only when something is queued
+    /// ([`Owed::has_queued`]): nearly every poll finds nothing.
+    #[cold]
+    pub(super) fn move_queued_frames(&mut self, timer: &mut Timer) {
         if self.owed.close_queued() && self.owed.flush_owed() {
             // The close frame goes now; a pong may not follow it.
             self.owed.forget_pong();
         }
         if self.owed.take_ping() && self.lifecycle.state() == State::Active {
-            let payload = self.timer.next_keepalive_payload();
+            let payload = timer.next_keepalive_payload();
             self.push_frame(OpCode::Ping, payload);
             self.owed.owe_flush();
         }
@@ -338,7 +343,8 @@ impl WebSocketContext {
     /// The driver wrote the whole out buffer and flushed the socket: a
     /// flushed burst is where a connection may go idle (a task that only
     /// writes never waits in a read to release buffers).
-    pub(super) fn on_flushed(&mut self) {
+    pub(super) fn flushed(&mut self) {
+        self.owed.flushed();
         if self.output.is_empty() {
             self.owed.flush_paid();
             self.output.release_if_drained();
@@ -346,15 +352,11 @@ impl WebSocketContext {
                 compression.release_idle();
             }
         }
-    }
-
-    /// Bytes written but not yet handed to the stream.
-    pub fn buffered_output(&self) -> usize {
-        self.output.len()
+        self.lifecycle.report_counts();
     }
 
     #[inline]
-    fn push_frame(&mut self, opcode: OpCode, payload: Bytes) {
+    pub(super) fn push_frame(&mut self, opcode: OpCode, payload: Bytes) {
         self.push_frame_rsv1(opcode, payload, false);
     }
 
