@@ -6,10 +6,10 @@ use bytes::buf::Limit;
 use crate::codec::{InFrames, OutBuffer};
 use crate::config::{Config, Role, Settings};
 use crate::deflate::DeflateParams;
-use crate::error::{Error, ProtocolError, Result};
-use crate::message::{CloseFrame, Message};
 #[cfg(doc)]
 use crate::error::CapacityError;
+use crate::error::{Error, ProtocolError, Result};
+use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
 #[cfg(doc)]
 use crate::proto::drive::{Next, Operation};

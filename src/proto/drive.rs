@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use bytes::Buf;
 
-use crate::error::{Error, Result, TimeoutKind};
 use crate::codec::OutBuffer;
+use crate::error::{Error, Result, TimeoutKind};
 use crate::message::Message;
 use crate::proto::context::WebSocketContext;
 use crate::proto::state::State;
@@ -142,9 +142,7 @@ impl WebSocketContext {
     /// once with `chunks_vectored`, as tokio's `poll_write_buf` does) and
     /// `advance` it by what the stream took.
     pub fn output(&mut self) -> Output<'_> {
-        Output {
-            output: &mut self.output,
-        }
+        Output::new(&mut self.output)
     }
 
     /// The stream could not take output now while running `op`. Returns `true` if the driver
@@ -377,6 +375,12 @@ impl WebSocketContext {
 #[derive(Debug)]
 pub struct Output<'a> {
     output: &'a mut OutBuffer,
+}
+
+impl<'a> Output<'a> {
+    pub(super) fn new(output: &'a mut OutBuffer) -> Self {
+        Self { output }
+    }
 }
 
 impl Buf for Output<'_> {

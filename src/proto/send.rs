@@ -4,7 +4,9 @@
 
 use bytes::{Bytes, BytesMut};
 
+use crate::codec::OutBuffer;
 use crate::config::Role;
+use crate::config::Settings;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
 use crate::frame::{Control, Frame};
 use crate::frame::{FrameHeader, MAX_HEADER_LEN, OpCode, apply_mask, encoded_header_len, mask_key};
@@ -12,8 +14,6 @@ use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
 use crate::proto::close_payload::{encode_close, parse_close};
 use crate::proto::compression;
-use crate::codec::OutBuffer;
-use crate::config::Settings;
 use crate::proto::context::MAX_CONTROL_PAYLOAD;
 #[cfg(doc)]
 use crate::proto::context::WebSocketContext;

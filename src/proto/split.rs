@@ -1,8 +1,10 @@
 //! One connection driven from two tasks without a lock between them: the
 //! context keeps receiving (input, assembly, inflating, rate limits,
 //! deadlines) and splits off a [`SendHalf`] that sends (the out buffer,
-//! the compressor with its history). What one side owes the other crosses
-//! as a value the driver hands over, never as a shared lock:
+//! the compressor with its history). Each half owns its path: the send
+//! half holds no input, no receive state and no timer. What one side owes
+//! the other crosses as a value the driver hands over, never as a shared
+//! lock:
 //!
 //! - control frames the receiving side queues (a pong, the reply to a
 //!   close, a keepalive ping, the close that fails the connection) leave
@@ -17,30 +19,46 @@
 //! async-lockgate's split halves are built on this; so can any driver that
 //! reads and writes one connection from two tasks.
 
-use std::ops::{Deref, DerefMut};
+use std::io;
 
 use bytes::{Buf, Bytes};
 
+use crate::codec::OutBuffer;
+use crate::config::{Config, Role, Settings};
+use crate::error::{Error, Result};
 use crate::frame::CloseCode;
+use crate::message::{CloseFrame, Message};
+use crate::prepared::PreparedMessage;
 use crate::proto::context::WebSocketContext;
+use crate::proto::drive::{Next, Operation, Output};
+use crate::proto::lifecycle::Lifecycle;
 use crate::proto::negotiated::Negotiated;
+use crate::proto::owed::Owed;
+use crate::proto::send::Sending;
 use crate::proto::state::State;
 
 /// The sending side of a connection split across two tasks
-/// ([`WebSocketContext::split_sender`]): a context that holds the out
-/// buffer and the compressor, and that a driver writes, flushes and closes
-/// through as it would the whole connection ([`write`](WebSocketContext::write),
-/// [`close`](WebSocketContext::close), [`poll`](WebSocketContext::poll) with
-/// [`Operation::Write`](crate::Operation::Write) or
-/// [`Operation::Flush`](crate::Operation::Flush), [`output`](WebSocketContext::output)).
-/// It dereferences to that context; what it adds is what the receiving
-/// side tells it.
+/// ([`WebSocketContext::split_sender`]): the out buffer, the compressor
+/// with its history, and what is owed to the stream. A driver writes,
+/// flushes and closes through it as it would through the whole
+/// connection (the same names: [`write`](Self::write),
+/// [`close`](Self::close), [`poll`](Self::poll), [`output`](Self::output),
+/// [`flushed`](Self::flushed)); what it adds is what the receiving side
+/// tells it.
 ///
 /// Its state changes and its drop are the receiving side's to report (to
 /// `metrics` and `tracing`), not its own: the connection is counted once.
 #[derive(Debug)]
 pub struct SendHalf {
-    context: WebSocketContext,
+    role: Role,
+    settings: Settings,
+    output: OutBuffer,
+    owed: Owed,
+    lifecycle: Lifecycle,
+    /// The compressor (the receiving side keeps the decompressor's
+    /// history) and a copy of the rate limit, so that the configuration
+    /// reads back whole.
+    negotiated: Negotiated,
 }
 
 /// Control frames the receiving side of a split connection queued (a
@@ -93,23 +111,22 @@ impl WebSocketContext {
         ) {
             ours.swap_deflater(theirs);
         }
-        let mut sender = WebSocketContext::idle(self.role, self.settings, negotiated);
-        sender.lifecycle = self.lifecycle.for_send_half();
-        sender.owed = self.owed.split_off_flushes();
-        std::mem::swap(&mut sender.output, &mut self.output);
-        SendHalf { context: sender }
+        SendHalf {
+            role: self.role,
+            settings: self.settings,
+            output: std::mem::take(&mut self.output),
+            owed: self.owed.split_off_flushes(),
+            lifecycle: self.lifecycle.for_send_half(),
+            negotiated,
+        }
     }
 
     /// Takes the sending side back from [`split_sender`](Self::split_sender):
     /// its out buffer, followed by the control frames this context still
     /// holds (not handed over while the stream was full), its compressor,
     /// and what it owes. Its state was reported here as it changed.
-    pub fn rejoin_sender(&mut self, sender: SendHalf) {
-        let mut sender = sender.context;
-        let held = {
-            let output = &mut self.output;
-            output.copy_to_bytes(output.remaining())
-        };
+    pub fn rejoin_sender(&mut self, mut sender: SendHalf) {
+        let held = self.output.copy_to_bytes(self.output.remaining());
         std::mem::swap(&mut sender.output, &mut self.output);
         if !held.is_empty() {
             self.output.push_encoded(&held);
@@ -124,7 +141,7 @@ impl WebSocketContext {
         // A driver tells this side of the sender's close (with its code) as
         // it happens; this only covers a driver that did not, so the code
         // is not known here.
-        if sender.lifecycle.state() == State::ClosedByUs {
+        if sender.sent_close() {
             self.close_sent_by_sender(None);
         }
         self.lifecycle.absorb(&mut sender.lifecycle);
@@ -163,6 +180,116 @@ impl WebSocketContext {
 }
 
 impl SendHalf {
+    /// The send path, lent for one command (`send.rs`).
+    #[inline]
+    fn sending(&mut self) -> Sending<'_> {
+        Sending::new(
+            self.role,
+            &self.settings,
+            &mut self.output,
+            &mut self.owed,
+            &mut self.lifecycle,
+            &mut self.negotiated,
+        )
+    }
+
+    /// Encodes `msg` into the out buffer, as
+    /// [`WebSocketContext::write`] does.
+    ///
+    /// # Errors
+    ///
+    /// As for [`WebSocketContext::write`].
+    #[inline]
+    pub fn write(&mut self, msg: Message) -> Result<()> {
+        self.sending().write_with(msg, true)
+    }
+
+    /// As [`WebSocketContext::write_uncompressed`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`WebSocketContext::write`].
+    pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
+        self.sending().write_with(msg, false)
+    }
+
+    /// As [`WebSocketContext::write_prepared`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`WebSocketContext::write_prepared`].
+    pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
+        self.sending().write_prepared(msg)
+    }
+
+    /// Starts the closing handshake from this side, as
+    /// [`WebSocketContext::close`]; then tell the receiving side
+    /// ([`WebSocketContext::close_sent_by_sender`]).
+    ///
+    /// # Errors
+    ///
+    /// As for [`WebSocketContext::close`].
+    pub fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
+        self.sending().close(frame)
+    }
+
+    /// The caller asked for a flush: the next [`Operation::Flush`] carries
+    /// it out, as for [`WebSocketContext::flush`].
+    pub fn flush(&mut self) {
+        self.owed.request_flush();
+    }
+
+    /// What the driver of `op` does next: [`Next::Transmit`],
+    /// [`Next::Flush`] or [`Next::Done`], as
+    /// [`WebSocketContext::poll`] answers for [`Operation::Write`] and
+    /// [`Operation::Flush`]. A send half receives nothing: for
+    /// [`Operation::Read`] the answer is [`Next::Done`].
+    #[inline]
+    pub fn poll(&mut self, op: Operation) -> Next {
+        self.sending().poll_output(op)
+    }
+
+    /// The pending output as one [`Buf`], as
+    /// [`WebSocketContext::output`].
+    pub fn output(&mut self) -> Output<'_> {
+        Output::new(&mut self.output)
+    }
+
+    /// The stream was flushed.
+    pub fn flushed(&mut self) {
+        self.sending().flushed();
+    }
+
+    /// A write or flush failed: the error to report.
+    pub fn io_error(&mut self, error: io::Error) -> Error {
+        Error::Io(error)
+    }
+
+    /// Bytes written but not yet handed to the stream.
+    pub fn buffered_output(&self) -> usize {
+        self.output.len()
+    }
+
+    /// Whether messages can still be written: not once a close frame was
+    /// sent, or the receiving side handed over a close reply.
+    pub fn can_write(&self) -> bool {
+        self.lifecycle.state() == State::Active
+    }
+
+    /// The configuration, as [`WebSocketContext::config`].
+    pub fn config(&self) -> Config {
+        Config::from_parts(self.settings, self.negotiated.rate_limit())
+    }
+
+    /// Replaces the configuration; what a send half uses of it (the
+    /// buffer sizes) applies from the next write. Tell the receiving side
+    /// too ([`WebSocketContext::set_config`]): its limits are its own.
+    pub fn set_config(&mut self, config: Config) {
+        self.settings = config.settings();
+        // Any message it held back is the receiving side's: none here.
+        let _ = self.negotiated.set_rate_limit(config.get_rate_limit());
+    }
+
     /// Appends control frames the receiving side handed over behind what
     /// is queued, owed a flush like any pong or close. Never refused for
     /// room, as such frames never are. After frames that
@@ -170,41 +297,25 @@ impl SendHalf {
     /// ([`ProtocolError::SendAfterClosing`](crate::error::ProtocolError::SendAfterClosing)).
     pub fn queue_control(&mut self, frames: ControlFrames) {
         if !frames.frames.is_empty() {
-            self.context.output.push_encoded(&frames.frames);
-            self.context.owed.owe_flush();
+            self.output.push_encoded(&frames.frames);
+            self.owed.owe_flush();
         }
         if frames.closes {
-            self.context.lifecycle.peer_closing();
+            self.lifecycle.peer_closing();
         }
     }
 
     /// The receiving side's connection ended (its read failed or the
     /// closing handshake completed): nothing more may be sent
-    /// ([`Error::AlreadyClosed`](crate::Error::AlreadyClosed)).
+    /// ([`Error::AlreadyClosed`]).
     pub fn receiver_ended(&mut self) {
-        self.context.lifecycle.completed();
+        self.lifecycle.completed();
     }
 
     /// Whether this send half has sent a close frame of its own (tell the
     /// receiving side: [`WebSocketContext::close_sent_by_sender`]).
     pub fn sent_close(&self) -> bool {
-        self.context.lifecycle.state() == State::ClosedByUs
-    }
-}
-
-/// A send half is a context that sends: writing, closing, polling and the
-/// output are the context's own methods.
-impl Deref for SendHalf {
-    type Target = WebSocketContext;
-
-    fn deref(&self) -> &WebSocketContext {
-        &self.context
-    }
-}
-
-impl DerefMut for SendHalf {
-    fn deref_mut(&mut self) -> &mut WebSocketContext {
-        &mut self.context
+        self.lifecycle.state() == State::ClosedByUs
     }
 }
 
@@ -217,12 +328,11 @@ mod tests {
     use crate::frame::{CloseCode, OpCode};
     use crate::message::{CloseFrame, Message};
     use crate::proto::WebSocketContext;
-    use crate::proto::drive::{Next, Operation};
+    use crate::proto::drive::{Next, Operation, Output};
     use crate::proto::test_frames::{client_frame, parse_frames};
 
-    /// Everything `context` has to send, as the stream would take it.
-    fn drain(context: &mut WebSocketContext) -> Bytes {
-        let mut output = context.output();
+    /// Everything `output` holds, as the stream would take it.
+    fn drain(mut output: Output<'_>) -> Bytes {
         output.copy_to_bytes(output.remaining())
     }
 
@@ -253,8 +363,8 @@ mod tests {
         assert!(!pong.closes());
         // ...and the sending side takes it behind its data, owing a flush.
         sender.queue_control(pong);
-        assert_eq!(sender.poll(Operation::Write).unwrap(), Next::Transmit);
-        let wire = drain(&mut sender);
+        assert_eq!(sender.poll(Operation::Write), Next::Transmit);
+        let wire = drain(sender.output());
         assert_eq!(
             parse_frames(&wire),
             [
@@ -262,7 +372,7 @@ mod tests {
                 (OpCode::Pong, b"p".to_vec())
             ]
         );
-        assert_eq!(sender.poll(Operation::Write).unwrap(), Next::Flush);
+        assert_eq!(sender.poll(Operation::Write), Next::Flush);
     }
 
     #[test]
@@ -314,7 +424,7 @@ mod tests {
         assert_eq!(receiver.poll(Operation::Read).unwrap(), Next::Transmit);
         receiver.rejoin_sender(sender);
         assert_eq!(
-            parse_frames(&drain(&mut receiver)),
+            parse_frames(&drain(receiver.output())),
             [
                 (OpCode::Binary, vec![7; 3]),
                 (OpCode::Pong, b"held".to_vec())
@@ -339,7 +449,7 @@ mod tests {
         sender.write(Message::text(text.clone())).unwrap();
         client.rejoin_sender(sender);
         client.write(Message::text(text.clone())).unwrap();
-        let wire = drain(&mut client);
+        let wire = drain(client.output());
         server.feed(&wire);
         for _ in 0..3 {
             assert_eq!(read(&mut server), Message::text(text.clone()));

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use lockgate::{Buf, Message, Next, Operation, Output, Result, WebSocketContext};
+use lockgate::{Buf, Error, Message, Next, Operation, Output, Result, SendHalf, WebSocketContext};
 
 use crate::runtime::{Runtime, Transport, WriteTransport};
 
@@ -115,12 +115,48 @@ pub(crate) fn transmit(
     })
 }
 
+/// The side of a connection that writes to the stream: a whole context,
+/// or the send half split off one. The output steps below need no more.
+pub(crate) trait Writer {
+    fn output(&mut self) -> Output<'_>;
+    fn flushed(&mut self);
+    fn io_error(&mut self, error: io::Error) -> Error;
+}
+
+impl Writer for WebSocketContext {
+    fn output(&mut self) -> Output<'_> {
+        WebSocketContext::output(self)
+    }
+
+    fn flushed(&mut self) {
+        WebSocketContext::flushed(self);
+    }
+
+    fn io_error(&mut self, error: io::Error) -> Error {
+        WebSocketContext::io_error(self, error)
+    }
+}
+
+impl Writer for SendHalf {
+    fn output(&mut self) -> Output<'_> {
+        SendHalf::output(self)
+    }
+
+    fn flushed(&mut self) {
+        SendHalf::flushed(self);
+    }
+
+    fn io_error(&mut self, error: io::Error) -> Error {
+        SendHalf::io_error(self, error)
+    }
+}
+
 /// Carries out an output step the context asked for ([`Next::Transmit`],
 /// [`Next::Flush`]) on `stream` (a whole stream, or a split's write
 /// part), registering `wcx`.
 pub(crate) fn poll_output_step<W, R: WriteTransport<W>>(
     mut stream: Pin<&mut W>,
-    context: &mut WebSocketContext,
+    context: &mut impl Writer,
     next: &Next,
     wcx: &mut Context<'_>,
 ) -> Poll<io::Result<()>> {
@@ -137,10 +173,7 @@ pub(crate) fn poll_output_step<W, R: WriteTransport<W>>(
 /// What a step's I/O came to: go on (`Ready(Ok)`: done, or interrupted
 /// and to be retried), the error the context makes of a failure (which
 /// fails the connection), or wait.
-pub(crate) fn settle(
-    polled: Poll<io::Result<()>>,
-    context: &mut WebSocketContext,
-) -> Poll<Result<()>> {
+pub(crate) fn settle(polled: Poll<io::Result<()>>, context: &mut impl Writer) -> Poll<Result<()>> {
     match polled {
         Poll::Ready(Err(e)) if e.kind() != io::ErrorKind::Interrupted => {
             Poll::Ready(Err(context.io_error(e)))

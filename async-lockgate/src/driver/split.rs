@@ -101,7 +101,7 @@ impl<S, R: SplitTransport<S>> Sender<S, R> {
     fn poll_output(&mut self, op: Operation, wcx: &mut Context<'_>) -> Poll<Result<()>> {
         loop {
             let Self { context, write } = self;
-            let next = context.poll(op)?;
+            let next = context.poll(op);
             if !matches!(next, Next::Transmit | Next::Flush) {
                 return Poll::Ready(Ok(()));
             }
@@ -592,10 +592,10 @@ impl<S, R: SplitTransport<S>> WebSocketWriteHalf<S, R> {
 
     /// Queues with `encode` and returns whether the write is done (the
     /// usual case: it only queued), all under one lock.
-    fn queue(&self, encode: impl FnOnce(&mut WebSocketContext) -> Result<()>) -> Result<bool> {
+    fn queue(&self, encode: impl FnOnce(&mut SendHalf) -> Result<()>) -> Result<bool> {
         let mut sender = self.shared.sender();
         encode(&mut sender.context)?;
-        Ok(matches!(sender.context.poll(Operation::Write)?, Next::Done))
+        Ok(matches!(sender.context.poll(Operation::Write), Next::Done))
     }
 
     /// [`write`](Self::write), but never compressed; see
