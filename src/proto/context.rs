@@ -137,18 +137,9 @@ impl WebSocketContext {
     pub fn with_deflate(role: Role, config: Config, deflate: Option<DeflateParams>) -> Self {
         let negotiated =
             Negotiated::new(role, deflate, config.get_deflate(), config.get_rate_limit());
-        let mut context = Self::idle(role, config.settings(), negotiated);
-        context.lifecycle.opened(role);
-        context
-    }
-
-    /// A context in the open state with nothing queued, received or
-    /// owed, and nothing observed yet (no connection counted, no span).
-    /// Every context starts here.
-    pub(super) fn idle(role: Role, settings: Settings, negotiated: Negotiated) -> Self {
-        Self {
+        let mut context = Self {
             role,
-            settings,
+            settings: config.settings(),
             input: InFrames::default(),
             output: OutBuffer::default(),
             lifecycle: Lifecycle::new(),
@@ -156,7 +147,9 @@ impl WebSocketContext {
             owed: Owed::default(),
             negotiated,
             timer: Timer::default(),
-        }
+        };
+        context.lifecycle.opened(role);
+        context
     }
 
     /// The context right after an opening handshake: what it negotiated,

@@ -370,8 +370,9 @@ impl WebSocketContext {
     }
 }
 
-/// The pending output of a [`WebSocketContext`], as a [`Buf`] whose
-/// `advance` records what the stream took.
+/// The pending output of a [`WebSocketContext`] or a
+/// [`SendHalf`](crate::SendHalf), as a [`Buf`] whose `advance` records
+/// what the stream took.
 #[derive(Debug)]
 pub struct Output<'a> {
     output: &'a mut OutBuffer,
