@@ -17,7 +17,7 @@ use crate::proto::lifecycle::Lifecycle;
 use crate::proto::negotiated::Negotiated;
 use crate::proto::owed::Owed;
 use crate::proto::receive_path::ReceivePath;
-use crate::proto::send::Sending;
+use crate::proto::send::{self, SendSide, Sending};
 use crate::proto::state::State;
 use crate::proto::timers::Timer;
 
@@ -225,7 +225,7 @@ impl WebSocketContext {
     ///   received; [`Error::AlreadyClosed`] once the connection is over.
     #[inline]
     pub fn write(&mut self, msg: Message) -> Result<()> {
-        self.sending().write_with(msg, true)
+        send::write(self, msg, true)
     }
 
     /// [`write`](Self::write), but never compressed, whatever was
@@ -237,7 +237,7 @@ impl WebSocketContext {
     ///
     /// As for [`write`](Self::write).
     pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
-        self.sending().write_with(msg, false)
+        send::write(self, msg, false)
     }
 
     /// Encodes a [`PreparedMessage`] into the out buffer: the bytes on the
@@ -276,19 +276,6 @@ impl WebSocketContext {
     /// Bytes written but not yet handed to the stream.
     pub fn buffered_output(&self) -> usize {
         self.output.len()
-    }
-
-    /// The send path, lent for one command (`send.rs`).
-    #[inline]
-    pub(super) fn sending(&mut self) -> Sending<'_> {
-        Sending::new(
-            self.role,
-            &self.settings,
-            &mut self.output,
-            &mut self.owed,
-            &mut self.lifecycle,
-            &mut self.negotiated,
-        )
     }
 
     /// Moves a queued pong, keepalive ping and close frame into the out
@@ -410,6 +397,32 @@ impl WebSocketContext {
     #[cfg(feature = "tracing")]
     pub(crate) fn is_traced(&self) -> bool {
         self.lifecycle.is_traced()
+    }
+}
+
+impl SendSide for WebSocketContext {
+    #[inline]
+    fn sending(&mut self) -> Sending<'_> {
+        Sending::new(
+            self.role,
+            &self.settings,
+            &mut self.output,
+            &mut self.owed,
+            &mut self.lifecycle,
+            &mut self.negotiated,
+        )
+    }
+
+    #[inline]
+    fn common_write_parts(&mut self) -> (Role, &Settings, &mut OutBuffer, &mut Lifecycle, bool) {
+        let compressing = self.negotiated.compression().is_some();
+        (
+            self.role,
+            &self.settings,
+            &mut self.output,
+            &mut self.lifecycle,
+            compressing,
+        )
     }
 }
 

@@ -12,6 +12,7 @@ use crate::codec::OutBuffer;
 use crate::error::{Error, Result, TimeoutKind};
 use crate::message::Message;
 use crate::proto::context::WebSocketContext;
+use crate::proto::send::SendSide;
 use crate::proto::state::State;
 use crate::proto::timers::{Fired, Stage};
 
@@ -126,7 +127,7 @@ impl WebSocketContext {
         self.prepare_output();
         match op {
             Operation::Read => self.poll_read(),
-            op => Ok(self.sending().poll_output(op)),
+            op => Ok(self.owed.output_step(op, &self.output, &self.settings)),
         }
     }
 

@@ -10,8 +10,9 @@
 use bytes::Bytes;
 
 use crate::codec::OutBuffer;
+use crate::config::Settings;
 use crate::frame::CloseCode;
-use crate::proto::drive::Next;
+use crate::proto::drive::{Next, Operation};
 
 /// Control frames queued for the peer, and the flushes owed to the
 /// stream. Sixteen bytes: a pointer, the close code and four flags, so
@@ -122,11 +123,6 @@ impl Owed {
         self.flush_requested = true;
     }
 
-    /// Whether the caller's flush has yet to happen.
-    pub(super) fn flush_requested(&self) -> bool {
-        self.flush_requested
-    }
-
     /// The stream was flushed: the caller's request is met.
     pub(super) fn flushed(&mut self) {
         self.flush_requested = false;
@@ -143,6 +139,29 @@ impl Owed {
     #[inline]
     pub(super) fn take_may_output(&mut self) -> bool {
         !std::mem::take(&mut self.output_blocked)
+    }
+
+    /// What the driver of `op` does next for what writing owes, with
+    /// `output` buffered and the buffer size in `settings`: see
+    /// [`Operation::Write`] and [`Operation::Flush`]; a read owes nothing
+    /// here. A query of the owed flags, so that a poll lends nothing.
+    #[inline]
+    pub(super) fn output_step(
+        &self,
+        op: Operation,
+        output: &OutBuffer,
+        settings: &Settings,
+    ) -> Next {
+        match op {
+            Operation::Flush => self.drain(output, self.flush_requested),
+            Operation::Write if self.flush => self.drain(output, false),
+            Operation::Write
+                if !output.is_empty() && output.len() >= settings.get_write_buffer_size() =>
+            {
+                Next::Transmit
+            }
+            Operation::Write | Operation::Read => Next::Done,
+        }
     }
 
     /// The step that delivers a pong, keepalive ping or close frame in

@@ -17,7 +17,6 @@ use crate::proto::compression;
 use crate::proto::context::MAX_CONTROL_PAYLOAD;
 #[cfg(doc)]
 use crate::proto::context::WebSocketContext;
-use crate::proto::drive::{Next, Operation};
 use crate::proto::lifecycle::Lifecycle;
 use crate::proto::negotiated::Negotiated;
 use crate::proto::owed::Owed;
@@ -59,53 +58,9 @@ impl<'a> Sending<'a> {
         }
     }
 
-    /// What the driver of `op` does next, for what writing owes: see
-    /// [`Operation::Write`] and [`Operation::Flush`]; a read owes nothing
-    /// here.
-    #[inline]
-    pub(super) fn poll_output(&self, op: Operation) -> Next {
-        match op {
-            Operation::Flush => self.owed.drain(self.output, self.owed.flush_requested()),
-            Operation::Write if self.owed.flush_owed() => self.owed.drain(self.output, false),
-            Operation::Write if self.should_write_out() => Next::Transmit,
-            Operation::Write | Operation::Read => Next::Done,
-        }
-    }
-
-    fn should_write_out(&self) -> bool {
-        !self.output.is_empty() && self.output.len() >= self.settings.get_write_buffer_size()
-    }
-
-    /// Encodes `msg` into the out buffer, compressed if negotiated and
-    /// `may_compress`: see [`WebSocketContext::write`].
-    #[inline]
-    pub(super) fn write_with(&mut self, msg: Message, may_compress: bool) -> Result<()> {
-        let (opcode, payload) = match msg {
-            Message::Text(text) => (OpCode::Text, text.into_bytes()),
-            Message::Binary(data) => (OpCode::Binary, data),
-            Message::Ping(data) => (OpCode::Ping, data),
-            Message::Pong(data) => (OpCode::Pong, data),
-            Message::Close(frame) => return self.close(frame),
-            Message::Frame(frame) => return self.write_raw(frame),
-        };
-        // Nearly every write: an open connection, a data message that is
-        // not compressed, room in the buffer. Anything else (control
-        // frames, compression, a full buffer, closing) takes the checked
-        // path below.
-        let uncompressed = !may_compress || self.negotiated.compression().is_none();
-        if self.lifecycle.state() == State::Active && !opcode.is_control() && uncompressed {
-            let len = payload.len();
-            let encoded = encoded_header_len(len as u64, self.role == Role::Client) + len;
-            if self.output.len() + encoded <= self.settings.get_max_write_buffer_size() {
-                self.push_frame(opcode, payload);
-                self.lifecycle.count_sent(len);
-                return Ok(());
-            }
-        }
-        self.write_checked(opcode, payload, may_compress)
-    }
-
-    fn write_checked(&mut self, opcode: OpCode, payload: Bytes, may_compress: bool) -> Result<()> {
+    /// A message that is not the common write (see [`write`]): checked
+    /// whole, compressed if negotiated and `may_compress`.
+    fn write_checked(mut self, opcode: OpCode, payload: Bytes, may_compress: bool) -> Result<()> {
         let len = payload.len();
         self.check_sendable(opcode, len)?;
         let compress = may_compress && self.wants_compression(opcode, len);
@@ -343,7 +298,8 @@ impl<'a> Sending<'a> {
     /// The driver wrote the whole out buffer and flushed the socket: a
     /// flushed burst is where a connection may go idle (a task that only
     /// writes never waits in a read to release buffers).
-    pub(super) fn flushed(&mut self) {
+    #[inline]
+    pub(super) fn flushed(self) {
         self.owed.flushed();
         if self.output.is_empty() {
             self.owed.flush_paid();
@@ -362,13 +318,63 @@ impl<'a> Sending<'a> {
 
     #[inline]
     fn push_frame_rsv1(&mut self, opcode: OpCode, payload: Bytes, rsv1: bool) {
-        let mut header = FrameHeader::new(opcode, payload.len() as u64);
-        header.rsv1 = rsv1;
-        if self.role == Role::Client {
-            header.mask = Some(mask_key());
-        }
-        self.output.push_frame(&header, payload);
+        push_frame(self.role, self.output, opcode, payload, rsv1);
     }
+}
+
+/// The side of a connection that sends: a whole context, or the send
+/// half split off one. The common write reaches its pieces directly;
+/// anything else borrows the whole send path ([`Sending`]).
+pub(super) trait SendSide {
+    /// The send path, lent for one command.
+    fn sending(&mut self) -> Sending<'_>;
+
+    /// What the common write touches: the role, the settings, the out
+    /// buffer, the lifecycle, and whether messages are compressed.
+    fn common_write_parts(&mut self) -> (Role, &Settings, &mut OutBuffer, &mut Lifecycle, bool);
+}
+
+/// Encodes `msg` into the out buffer of `side`, compressed if negotiated
+/// and `may_compress`: see [`WebSocketContext::write`].
+///
+/// Nearly every write is an open connection, a data message that is not
+/// compressed, and room in the buffer: that write lends nothing (which
+/// would cost its stores on every message) and goes straight into the
+/// buffer. Anything else (control frames, compression, a full buffer,
+/// closing) takes the checked path of [`Sending`].
+#[inline]
+pub(super) fn write(side: &mut impl SendSide, msg: Message, may_compress: bool) -> Result<()> {
+    let (opcode, payload) = match msg {
+        Message::Text(text) => (OpCode::Text, text.into_bytes()),
+        Message::Binary(data) => (OpCode::Binary, data),
+        Message::Ping(data) => (OpCode::Ping, data),
+        Message::Pong(data) => (OpCode::Pong, data),
+        Message::Close(frame) => return side.sending().close(frame),
+        Message::Frame(frame) => return side.sending().write_raw(frame),
+    };
+    let (role, settings, output, lifecycle, compressing) = side.common_write_parts();
+    let uncompressed = !may_compress || !compressing;
+    if lifecycle.state() == State::Active && !opcode.is_control() && uncompressed {
+        let len = payload.len();
+        let encoded = encoded_header_len(len as u64, role == Role::Client) + len;
+        if output.len() + encoded <= settings.get_max_write_buffer_size() {
+            push_frame(role, output, opcode, payload, false);
+            lifecycle.count_sent(len);
+            return Ok(());
+        }
+    }
+    side.sending().write_checked(opcode, payload, may_compress)
+}
+
+/// Encodes one frame of `payload` into `output`, masked by a client.
+#[inline]
+fn push_frame(role: Role, output: &mut OutBuffer, opcode: OpCode, payload: Bytes, rsv1: bool) {
+    let mut header = FrameHeader::new(opcode, payload.len() as u64);
+    header.rsv1 = rsv1;
+    if role == Role::Client {
+        header.mask = Some(mask_key());
+    }
+    output.push_frame(&header, payload);
 }
 
 /// The header length of an encoded, unmasked frame.

@@ -34,7 +34,7 @@ use crate::proto::drive::{Next, Operation, Output};
 use crate::proto::lifecycle::Lifecycle;
 use crate::proto::negotiated::Negotiated;
 use crate::proto::owed::Owed;
-use crate::proto::send::Sending;
+use crate::proto::send::{self, SendSide, Sending};
 use crate::proto::state::State;
 
 /// The sending side of a connection split across two tasks
@@ -179,8 +179,7 @@ impl WebSocketContext {
     }
 }
 
-impl SendHalf {
-    /// The send path, lent for one command (`send.rs`).
+impl SendSide for SendHalf {
     #[inline]
     fn sending(&mut self) -> Sending<'_> {
         Sending::new(
@@ -193,6 +192,20 @@ impl SendHalf {
         )
     }
 
+    #[inline]
+    fn common_write_parts(&mut self) -> (Role, &Settings, &mut OutBuffer, &mut Lifecycle, bool) {
+        let compressing = self.negotiated.compression().is_some();
+        (
+            self.role,
+            &self.settings,
+            &mut self.output,
+            &mut self.lifecycle,
+            compressing,
+        )
+    }
+}
+
+impl SendHalf {
     /// Encodes `msg` into the out buffer, as
     /// [`WebSocketContext::write`] does.
     ///
@@ -201,7 +214,7 @@ impl SendHalf {
     /// As for [`WebSocketContext::write`].
     #[inline]
     pub fn write(&mut self, msg: Message) -> Result<()> {
-        self.sending().write_with(msg, true)
+        send::write(self, msg, true)
     }
 
     /// As [`WebSocketContext::write_uncompressed`].
@@ -210,7 +223,7 @@ impl SendHalf {
     ///
     /// As for [`WebSocketContext::write`].
     pub fn write_uncompressed(&mut self, msg: Message) -> Result<()> {
-        self.sending().write_with(msg, false)
+        send::write(self, msg, false)
     }
 
     /// As [`WebSocketContext::write_prepared`].
@@ -246,7 +259,7 @@ impl SendHalf {
     /// [`Operation::Read`] the answer is [`Next::Done`].
     #[inline]
     pub fn poll(&mut self, op: Operation) -> Next {
-        self.sending().poll_output(op)
+        self.owed.output_step(op, &self.output, &self.settings)
     }
 
     /// The pending output as one [`Buf`], as
