@@ -6,6 +6,9 @@ use crate::frame::OpCode;
 /// The longest header: 2 fixed bytes, 8 bytes of length, 4 bytes of mask.
 pub const MAX_HEADER_LEN: usize = 14;
 
+/// The largest control frame payload (RFC 6455 section 5.5).
+pub(crate) const MAX_CONTROL_PAYLOAD: usize = 125;
+
 /// The fixed part of a frame, everything before the payload.
 ///
 /// The one frame header: the read path parses into it, the send path

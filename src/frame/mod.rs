@@ -12,6 +12,7 @@ mod opcode;
 mod raw_frame;
 
 pub use close_code::CloseCode;
+pub(crate) use header::MAX_CONTROL_PAYLOAD;
 pub use header::{FrameHeader, HeaderParse, MAX_HEADER_LEN, encoded_header_len};
 pub(crate) use mask::{FUSED_CHECK_MAX, unmask_and_check_ascii};
 pub use mask::{apply_mask, apply_mask_at};

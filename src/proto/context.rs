@@ -11,18 +11,15 @@ use crate::error::CapacityError;
 use crate::error::{Error, ProtocolError, Result};
 use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
-#[cfg(doc)]
-use crate::proto::drive::{Next, Operation};
 use crate::proto::lifecycle::Lifecycle;
 use crate::proto::negotiated::Negotiated;
 use crate::proto::owed::Owed;
 use crate::proto::receive_path::ReceivePath;
+#[cfg(doc)]
+use crate::proto::seam::{Next, Operation};
 use crate::proto::send::{self, SendSide, Sending};
 use crate::proto::state::State;
 use crate::proto::timers::Timer;
-
-/// The largest control frame payload (RFC 6455 section 5.5).
-pub(super) const MAX_CONTROL_PAYLOAD: usize = 125;
 
 /// One WebSocket connection's protocol state: bytes in, messages out;
 /// messages in, bytes out. It never touches a socket and never reads a

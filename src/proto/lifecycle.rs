@@ -26,8 +26,8 @@ use crate::error::{Error, ProtocolError, TimeoutKind};
 use crate::frame::CloseCode;
 #[cfg(any(feature = "metrics", feature = "tracing"))]
 use crate::observe::{self, By};
-use crate::proto::drive::Next;
 use crate::proto::linger::Ending;
+use crate::proto::seam::Next;
 use crate::proto::state::State;
 
 /// What a rate limit did to a connection (see

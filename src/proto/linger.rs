@@ -47,7 +47,7 @@
 //!   linger's.
 //! - **A driver that cannot wait within the deadline** (a non-blocking
 //!   stream, or a blocking one whose reads it cannot time out) reports the
-//!   read that would block through [`io_error`](WebSocketContext::io_error),
+//!   read that would block through [`io_error`](crate::WebSocketContext::io_error),
 //!   which ends the linger and hands over the failure.
 //!
 //! The closing handshake itself is unchanged: after the peer's close
@@ -56,13 +56,11 @@
 //! the write side as before.
 
 #[cfg(doc)]
-use crate::proto::context::WebSocketContext;
-#[cfg(doc)]
-use crate::proto::drive::Next;
+use crate::proto::seam::Next;
 
 /// What a read still owes the stream once the connection is over, before
 /// it reports how it ended. Part of the connection's
-/// [`Lifecycle`](crate::proto::lifecycle::Lifecycle), which alone moves it.
+/// lifecycle (`lifecycle.rs`), which alone moves it.
 ///
 /// ```text
 ///   closing handshake complete ──▶ ShutDown ──────────────▶ Report
@@ -93,7 +91,7 @@ mod tests {
     use crate::error::{CapacityError, Error, ProtocolError, TimeoutKind};
     use crate::frame::OpCode;
     use crate::proto::context::WebSocketContext;
-    use crate::proto::drive::{Next, Operation};
+    use crate::proto::seam::{Next, Operation};
     use crate::proto::test_frames::WaitAt;
     use crate::proto::test_frames::{client_frame, parse_frames};
     use crate::{RateLimit, RatePolicy};

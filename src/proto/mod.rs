@@ -13,6 +13,7 @@ mod owed;
 mod rate_limit;
 mod receive;
 mod receive_path;
+mod seam;
 mod send;
 mod split;
 mod state;
@@ -22,8 +23,8 @@ mod timers;
 mod utf8_stream;
 
 pub use context::WebSocketContext;
-pub use drive::{Next, Operation, Output};
 #[allow(unused_imports, reason = "for the rate limits to report through")]
 pub(crate) use lifecycle::RateLimitAction;
 pub use rate_limit::{RateLimit, RatePolicy};
+pub use seam::{Next, Operation, Output};
 pub use split::{ControlFrames, SendHalf};

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use crate::codec::OutBuffer;
 use crate::config::Settings;
 use crate::frame::CloseCode;
-use crate::proto::drive::{Next, Operation};
+use crate::proto::seam::{Next, Operation};
 
 /// Control frames queued for the peer, and the flushes owed to the
 /// stream. Sixteen bytes: a pointer, the close code and four flags, so

@@ -19,7 +19,7 @@
 //!   message that does not fit is held (that one only: what follows stays
 //!   unparsed in the receive buffer), the context stops asking for input
 //!   ([`Next::Wait`] where it would answer [`Next::Receive`]) and its
-//!   deadline ([`poll_timeout`](WebSocketContext::poll_timeout)) is the instant the
+//!   deadline ([`poll_timeout`](crate::WebSocketContext::poll_timeout)) is the instant the
 //!   message fits. The driver reads nothing meanwhile, so the socket's
 //!   receive buffer fills and TCP's flow control pushes back on the peer.
 //!   Owed pongs and close replies still go out.
@@ -38,7 +38,7 @@
 //!   keepalive pings either; everything else about deadlines is unchanged
 //!   (the close timeout still bounds a closing handshake).
 //! - **Time.** Messages are charged at the latest instant a driver passed
-//!   in ([`handle_timeout`](WebSocketContext::handle_timeout)), never later
+//!   in ([`handle_timeout`](crate::WebSocketContext::handle_timeout)), never later
 //!   than the real time, so a stale clock only makes a limit stricter.
 //!   When a bucket looks empty the context answers [`Next::Wait`]; the
 //!   driver's `handle_timeout(now)` brings the clock up to date and, if the
@@ -74,9 +74,7 @@ use std::time::{Duration, Instant};
 use crate::error::{CapacityError, Error};
 use crate::message::Message;
 #[cfg(doc)]
-use crate::proto::context::WebSocketContext;
-#[cfg(doc)]
-use crate::proto::drive::Next;
+use crate::proto::seam::Next;
 
 /// A limit on how fast a connection receives: messages per second, bytes
 /// per second, or both, each a token bucket with a burst; and what happens
@@ -544,7 +542,7 @@ mod tests {
     use crate::error::TimeoutKind;
     use crate::frame::{CloseCode, OpCode};
     use crate::proto::context::WebSocketContext;
-    use crate::proto::drive::{Next, Operation};
+    use crate::proto::seam::{Next, Operation};
 
     const SECOND: Duration = Duration::from_secs(1);
     const MS: Duration = Duration::from_millis(1);

@@ -5,10 +5,11 @@ use bytes::Bytes;
 use crate::codec::FrameCheck;
 use crate::config::{Role, Settings};
 use crate::error::{CapacityError, Error, ProtocolError, Result};
+use crate::frame::MAX_CONTROL_PAYLOAD;
 use crate::frame::{FrameHeader, OpCode};
 use crate::message::Message;
 use crate::proto::close_payload::parse_close;
-use crate::proto::context::{MAX_CONTROL_PAYLOAD, WebSocketContext};
+use crate::proto::context::WebSocketContext;
 use crate::proto::lifecycle::RateLimitAction;
 #[cfg(doc)]
 use crate::proto::negotiated::Negotiated;

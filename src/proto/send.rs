@@ -1,5 +1,5 @@
 //! The send direction: messages in, bytes out, for a whole connection
-//! ([`WebSocketContext`]) and for the sending half split off one
+//! ([`WebSocketContext`](crate::WebSocketContext)) and for the sending half split off one
 //! ([`SendHalf`](crate::SendHalf)) alike.
 
 use bytes::{Bytes, BytesMut};
@@ -8,15 +8,13 @@ use crate::codec::OutBuffer;
 use crate::config::Role;
 use crate::config::Settings;
 use crate::error::{CapacityError, Error, ProtocolError, Result};
+use crate::frame::MAX_CONTROL_PAYLOAD;
 use crate::frame::{Control, Frame};
 use crate::frame::{FrameHeader, MAX_HEADER_LEN, OpCode, apply_mask, encoded_header_len, mask_key};
 use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
 use crate::proto::close_payload::{encode_close, parse_close};
 use crate::proto::compression;
-use crate::proto::context::MAX_CONTROL_PAYLOAD;
-#[cfg(doc)]
-use crate::proto::context::WebSocketContext;
 use crate::proto::lifecycle::Lifecycle;
 use crate::proto::negotiated::Negotiated;
 use crate::proto::owed::Owed;
@@ -25,7 +23,7 @@ use crate::proto::timers::Timer;
 use crate::utf8_bytes::Utf8Bytes;
 
 /// The send path of a connection, lent for one command: by a
-/// [`WebSocketContext`] or a [`SendHalf`](crate::SendHalf), each of which
+/// [`WebSocketContext`](crate::WebSocketContext) or a [`SendHalf`](crate::SendHalf), each of which
 /// owns the pieces. Everything that encodes a message is here, once.
 #[derive(Debug)]
 pub(super) struct Sending<'a> {
@@ -90,7 +88,7 @@ impl<'a> Sending<'a> {
         Ok(())
     }
 
-    /// See [`WebSocketContext::write_prepared`].
+    /// See [`WebSocketContext::write_prepared`](crate::WebSocketContext::write_prepared).
     pub(super) fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.encode_prepared(msg)?;
         if matches!(msg.message(), Message::Text(_) | Message::Binary(_)) {
@@ -233,7 +231,7 @@ impl<'a> Sending<'a> {
         Ok(self.output.len() + encoded <= max)
     }
 
-    /// Queues our close frame: see [`WebSocketContext::close`].
+    /// Queues our close frame: see [`WebSocketContext::close`](crate::WebSocketContext::close).
     pub(super) fn close(&mut self, frame: Option<CloseFrame>) -> Result<()> {
         // RFC 6455 section 7.4.1: 1005, 1006 and 1015 "MUST NOT be set as a
         // status code in a Close control frame by an endpoint"; the peer
@@ -335,7 +333,7 @@ pub(super) trait SendSide {
 }
 
 /// Encodes `msg` into the out buffer of `side`, compressed if negotiated
-/// and `may_compress`: see [`WebSocketContext::write`].
+/// and `may_compress`: see [`WebSocketContext::write`](crate::WebSocketContext::write).
 ///
 /// Nearly every write is an open connection, a data message that is not
 /// compressed, and room in the buffer: that write lends nothing (which

@@ -30,10 +30,10 @@ use crate::frame::CloseCode;
 use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
 use crate::proto::context::WebSocketContext;
-use crate::proto::drive::{Next, Operation, Output};
 use crate::proto::lifecycle::Lifecycle;
 use crate::proto::negotiated::Negotiated;
 use crate::proto::owed::Owed;
+use crate::proto::seam::{Next, Operation, Output};
 use crate::proto::send::{self, SendSide, Sending};
 use crate::proto::state::State;
 
@@ -341,7 +341,7 @@ mod tests {
     use crate::frame::{CloseCode, OpCode};
     use crate::message::{CloseFrame, Message};
     use crate::proto::WebSocketContext;
-    use crate::proto::drive::{Next, Operation, Output};
+    use crate::proto::seam::{Next, Operation, Output};
     use crate::proto::test_frames::{client_frame, parse_frames};
 
     /// Everything `output` holds, as the stream would take it.

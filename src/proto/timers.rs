@@ -84,7 +84,7 @@ const KEEPALIVE_TAG: &[u8] = b"lockgate keepalive ";
 const KEEPALIVE_LEN: usize = KEEPALIVE_TAG.len() + 3;
 
 // A control frame's payload is at most 125 bytes (RFC 6455 section 5.5).
-const _: () = assert!(KEEPALIVE_LEN <= crate::proto::context::MAX_CONTROL_PAYLOAD);
+const _: () = assert!(KEEPALIVE_LEN <= crate::frame::MAX_CONTROL_PAYLOAD);
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -305,7 +305,7 @@ mod tests {
     use crate::frame::OpCode;
     use crate::message::Message;
     use crate::proto::context::WebSocketContext;
-    use crate::proto::drive::{Next, Operation};
+    use crate::proto::seam::{Next, Operation};
     use crate::proto::test_frames::WaitAt;
     use crate::proto::test_frames::{parse_frames, server_frame};
     use bytes::Buf;
