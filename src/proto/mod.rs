@@ -5,17 +5,14 @@ mod assembler;
 mod close_payload;
 mod compression;
 mod context;
-mod drive;
 mod lifecycle;
 mod linger;
 mod negotiated;
 mod owed;
 mod rate_limit;
-mod receive;
 mod receive_path;
 mod seam;
 mod send;
-mod split;
 mod state;
 #[cfg(test)]
 mod test_frames;
@@ -23,8 +20,8 @@ mod timers;
 mod utf8_stream;
 
 pub use context::WebSocketContext;
+pub use context::split::{ControlFrames, SendHalf};
 #[allow(unused_imports, reason = "for the rate limits to report through")]
 pub(crate) use lifecycle::RateLimitAction;
 pub use rate_limit::{RateLimit, RatePolicy};
 pub use seam::{Next, Operation, Output};
-pub use split::{ControlFrames, SendHalf};

@@ -639,10 +639,7 @@ mod tests {
                 // connection: the peer closes at once.
                 Ok(Next::Discard) => ctx.input_ended(),
                 Ok(Next::Receive) => {
-                    assert!(
-                        !ctx.negotiated.is_throttled(),
-                        "no input is asked for while throttled"
-                    );
+                    assert!(!ctx.is_throttled(), "no input is asked for while throttled");
                     let sent = peer.sent_by(now);
                     if sent > peer.fed {
                         for _ in peer.fed..sent {
@@ -961,7 +958,7 @@ mod tests {
         // none of it (its idle size is pinned in `context.rs`).
         let t0 = Instant::now();
         let mut ctx = WebSocketContext::new(Role::Server, Config::default());
-        assert!(ctx.negotiated.is_empty(), "no state for a limit");
+        assert!(!ctx.holds_negotiated_state(), "no state for a limit");
         let mut peer = Peer::flood(t0, 10 * MS, 16);
         let seen = run(&mut ctx, &mut peer, t0, t0 + 10 * SECOND);
         assert_eq!(seen.waits, 0);

@@ -2,6 +2,7 @@
 
 use bytes::Bytes;
 
+use super::WebSocketContext;
 use crate::codec::FrameCheck;
 use crate::config::{Role, Settings};
 use crate::error::{CapacityError, Error, ProtocolError, Result};
@@ -9,7 +10,6 @@ use crate::frame::MAX_CONTROL_PAYLOAD;
 use crate::frame::{FrameHeader, OpCode};
 use crate::message::Message;
 use crate::proto::close_payload::parse_close;
-use crate::proto::context::WebSocketContext;
 use crate::proto::lifecycle::RateLimitAction;
 #[cfg(doc)]
 use crate::proto::negotiated::Negotiated;

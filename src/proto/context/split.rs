@@ -23,13 +23,13 @@ use std::io;
 
 use bytes::{Buf, Bytes};
 
+use super::WebSocketContext;
 use crate::codec::OutBuffer;
 use crate::config::{Config, Role, Settings};
 use crate::error::{Error, Result};
 use crate::frame::CloseCode;
 use crate::message::{CloseFrame, Message};
 use crate::prepared::PreparedMessage;
-use crate::proto::context::WebSocketContext;
 use crate::proto::lifecycle::Lifecycle;
 use crate::proto::negotiated::Negotiated;
 use crate::proto::owed::Owed;
@@ -340,9 +340,9 @@ mod tests {
     use crate::error::{Error, ProtocolError};
     use crate::frame::{CloseCode, OpCode};
     use crate::message::{CloseFrame, Message};
-    use crate::proto::WebSocketContext;
     use crate::proto::seam::{Next, Operation, Output};
     use crate::proto::test_frames::{client_frame, parse_frames};
+    use crate::proto::{SendHalf, WebSocketContext};
 
     /// Everything `output` holds, as the stream would take it.
     fn drain(mut output: Output<'_>) -> Bytes {
@@ -386,6 +386,34 @@ mod tests {
             ]
         );
         assert_eq!(sender.poll(Operation::Write), Next::Flush);
+    }
+
+    #[test]
+    fn a_send_half_holds_only_the_send_path() {
+        let limit = crate::RateLimit::messages_per_second(10);
+        let config = Config::default().rate_limit(Some(limit));
+        let mut receiver = WebSocketContext::new(Role::Server, config);
+        let mut sender = receiver.split_sender();
+        // No input buffer, receive path or timer: a split connection's
+        // second half costs less than a connection.
+        assert!(
+            std::mem::size_of::<SendHalf>() < std::mem::size_of::<WebSocketContext>(),
+            "{} bytes",
+            std::mem::size_of::<SendHalf>()
+        );
+        // It receives nothing, and its configuration reads back whole.
+        assert_eq!(sender.poll(Operation::Read), Next::Done);
+        assert_eq!(sender.config(), receiver.config());
+        sender.write(Message::text("out")).unwrap();
+        sender.flush();
+        assert_eq!(sender.poll(Operation::Flush), Next::Transmit);
+        assert_eq!(
+            parse_frames(&drain(sender.output())),
+            [(OpCode::Text, b"out".to_vec())]
+        );
+        assert_eq!(sender.poll(Operation::Flush), Next::Flush);
+        sender.flushed();
+        assert_eq!(sender.poll(Operation::Flush), Next::Done);
     }
 
     #[test]

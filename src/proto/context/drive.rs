@@ -1,4 +1,4 @@
-//! The context's side of the driver seam ([`seam`](super::seam)): what
+//! The context's side of the driver seam (`seam.rs`): what
 //! the driver of an operation does next ([`WebSocketContext::poll`]), the
 //! outcomes it reports, and its waits (`handle_timeout`, `poll_timeout`).
 //! Every protocol decision is here; drivers only move bytes and wait.
@@ -6,8 +6,8 @@
 use std::io;
 use std::time::Instant;
 
+use super::WebSocketContext;
 use crate::error::{Error, Result, TimeoutKind};
-use crate::proto::context::WebSocketContext;
 use crate::proto::seam::{Next, Operation, Output};
 use crate::proto::send::SendSide;
 use crate::proto::state::State;

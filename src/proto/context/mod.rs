@@ -1,4 +1,13 @@
-//! [`WebSocketContext`]: the whole protocol, with no I/O.
+//! [`WebSocketContext`]: the whole protocol, with no I/O. Its fields are
+//! the owners of the connection's state (`lifecycle.rs`, `timers.rs`,
+//! `negotiated.rs`, `owed.rs`, `receive_path.rs`, the send path of
+//! `send.rs`), private to this module: the context's own files are its
+//! children, one per part of its work (the driver's side of the seam, the
+//! read, the split).
+
+mod drive;
+mod receive;
+pub(super) mod split;
 
 use bytes::BytesMut;
 use bytes::buf::Limit;
@@ -91,28 +100,28 @@ use crate::proto::timers::Timer;
 /// ```
 #[derive(Debug)]
 pub struct WebSocketContext {
-    pub(super) role: Role,
+    role: Role,
     /// The configuration, but for its rate limit (which the limiter
     /// keeps, in `negotiated`).
-    pub(super) settings: Settings,
+    settings: Settings,
     /// Received bytes and the frame being read.
-    pub(super) input: InFrames,
+    input: InFrames,
     /// Encoded frames waiting for the stream.
-    pub(super) output: OutBuffer,
+    output: OutBuffer,
     /// Where the connection is in its life, what its read owes the stream
     /// at the end, and what reports it (`lifecycle.rs`).
-    pub(super) lifecycle: Lifecycle,
+    lifecycle: Lifecycle,
     /// The message being received and the result a read holds back.
-    pub(super) receiving: ReceivePath,
+    receiving: ReceivePath,
     /// The control frames queued for the peer and the flushes owed to
     /// the stream.
-    pub(super) owed: Owed,
+    owed: Owed,
     /// What the handshake negotiated (permessage-deflate, a subprotocol)
     /// and a rate limit's state, behind one pointer (`negotiated.rs`).
-    pub(super) negotiated: Negotiated,
+    negotiated: Negotiated,
     /// The deadline the connection waits on, what it means, and the
     /// keepalive pings sent, whose pongs a read consumes (`timers.rs`).
-    pub(super) timer: Timer,
+    timer: Timer,
 }
 
 impl WebSocketContext {
@@ -394,6 +403,20 @@ impl WebSocketContext {
     #[cfg(feature = "tracing")]
     pub(crate) fn is_traced(&self) -> bool {
         self.lifecycle.is_traced()
+    }
+}
+
+/// What the tests of the owners ask of the context's state.
+#[cfg(test)]
+impl WebSocketContext {
+    /// Whether a rate limit holds a message back.
+    pub(super) fn is_throttled(&self) -> bool {
+        self.negotiated.is_throttled()
+    }
+
+    /// Whether the context allocated anything for extensions or limits.
+    pub(super) fn holds_negotiated_state(&self) -> bool {
+        !self.negotiated.is_empty()
     }
 }
 
