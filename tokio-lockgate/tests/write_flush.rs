@@ -10,7 +10,7 @@ use std::task::Poll;
 
 use futures_util::{SinkExt, StreamExt};
 use lockgate::frame::OpCode;
-use support::{AsyncMock, MockStream, WriteStep, client_frame, parse_frames, poll_once};
+use support::{AsyncMock, MockStream, ReadStep, WriteStep, client_frame, parse_frames, poll_once};
 use tokio_lockgate::{Config, Message, Role, WebSocketContext, WebSocketStream};
 
 #[tokio::test]
@@ -83,6 +83,81 @@ async fn stream_ends_after_the_closing_handshake() {
     let frames = parse_frames(&ws.get_ref().0.written);
     assert_eq!(frames.len(), 1);
     assert_eq!(frames[0].close_code(), Some(1000), "the close was echoed");
+}
+
+/// Polls `stream` to its end; whether it said it was ended
+/// (`FusedStream::is_terminated`) before each item, and after the end.
+async fn fused_flags<T>(
+    mut stream: impl futures_util::stream::FusedStream<Item = T> + Unpin,
+) -> (Vec<bool>, bool) {
+    let mut before_each = vec![stream.is_terminated()];
+    for _ in 0..10 {
+        if stream.next().await.is_none() {
+            assert!(stream.next().await.is_none(), "stays ended");
+            return (before_each, stream.is_terminated());
+        }
+        before_each.push(stream.is_terminated());
+    }
+    panic!("the stream did not end");
+}
+
+#[tokio::test]
+async fn the_stream_and_its_read_half_are_fused_once_they_yielded_the_end() {
+    // A clean close yields the text, the close, then ends; an unmasked
+    // client frame yields the error, after which only the end is left.
+    let clean = vec![
+        client_frame(OpCode::Text, b"last words"),
+        client_frame(OpCode::Close, &[0x03, 0xE8]),
+    ];
+    let unmasked = vec![vec![0x81, 0x02, b'h', b'i']];
+    let cases = [
+        (clean, vec![false, false, false]),
+        (unmasked, vec![false, true]),
+    ];
+    for (input, expected) in cases {
+        for split in [false, true] {
+            let mut mock = MockStream::new();
+            for frame in &input {
+                mock.push_input(frame.clone());
+            }
+            let ws = WebSocketStream::from_context(
+                AsyncMock(mock),
+                WebSocketContext::new(Role::Server, Config::default()),
+            );
+            let (before_each, after_end) = if split {
+                let (_write, read) = ws.into_split();
+                fused_flags(read).await
+            } else {
+                fused_flags(ws).await
+            };
+            assert_eq!(before_each, expected, "split: {split}");
+            assert!(after_end, "split: {split}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_failed_connection_is_not_ended_before_it_yielded_its_error() {
+    // The connection fails on the first frame (unmasked); its close frame
+    // goes out and the read lingers for the peer's FIN before it yields
+    // the error: until then the stream is not ended.
+    let mut mock = MockStream::new();
+    mock.reads
+        .push_back(ReadStep::Data(vec![0x81, 0x02, b'h', b'i']));
+    mock.reads.push_back(ReadStep::WouldBlock);
+    mock.reads.push_back(ReadStep::Eof);
+    let mut ws = WebSocketStream::from_context(
+        AsyncMock(mock),
+        WebSocketContext::new(Role::Server, Config::default()),
+    );
+    use futures_util::stream::FusedStream;
+    assert!(poll_once(ws.next()).is_pending());
+    let frames = parse_frames(&ws.get_ref().0.written);
+    assert_eq!(frames[0].close_code(), Some(1002), "the close went out");
+    assert!(!ws.is_terminated(), "the error has not been yielded");
+    assert!(matches!(ws.next().await, Some(Err(_))));
+    assert!(ws.is_terminated());
+    assert!(ws.next().await.is_none());
 }
 
 #[tokio::test]

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
-use futures_core::Stream;
+use futures_core::{FusedStream, Stream};
 use futures_sink::Sink;
 use futures_util::task::AtomicWaker;
 use lockgate::{
@@ -687,6 +687,14 @@ impl<S, R: SplitTransport<S>> Stream for WebSocketReadHalf<S, R> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.get_mut().poll_read_message(cx).map(stream_item)
+    }
+}
+
+/// Ended as the whole stream's is ([`FusedStream`] on
+/// [`WebSocketStream`]).
+impl<S, R: SplitTransport<S>> FusedStream for WebSocketReadHalf<S, R> {
+    fn is_terminated(&self) -> bool {
+        self.receiver.context.is_read_over()
     }
 }
 

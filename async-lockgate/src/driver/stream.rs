@@ -6,7 +6,7 @@ use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures_core::Stream;
+use futures_core::{FusedStream, Stream};
 use futures_sink::Sink;
 use lockgate::{
     CloseFrame, Config, Error, Message, PreparedMessage, Result, Role, WebSocketConfig,
@@ -385,6 +385,16 @@ impl<S: Unpin, R: Transport<S>> Stream for WebSocketStream<S, R> {
             .core
             .poll_read(cx, &mut wcx)
             .map(stream_item)
+    }
+}
+
+/// Ended once the stream has yielded how the connection ended (the error,
+/// or `None` after the closing handshake): polling it again only yields
+/// `None`. For `select!` loops and frameworks that ask (axum's
+/// `WebSocket`).
+impl<S: Unpin, R: Transport<S>> FusedStream for WebSocketStream<S, R> {
+    fn is_terminated(&self) -> bool {
+        self.inner.core.context.is_read_over()
     }
 }
 

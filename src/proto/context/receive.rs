@@ -127,8 +127,22 @@ impl WebSocketContext {
     }
 
     /// Whether the closing handshake has completed or the connection failed.
+    /// A read may still have something to report (see
+    /// [`is_read_over`](Self::is_read_over)).
     pub fn is_terminated(&self) -> bool {
         self.lifecycle.is_terminated()
+    }
+
+    /// Whether reads are over: the connection ended, a read reported how
+    /// (the error that failed it, or [`Error::ConnectionClosed`]), and
+    /// nothing is left to send or wait for on the way. Every read from now
+    /// on returns [`Error::AlreadyClosed`]: a stream of messages over this
+    /// context has ended (`FusedStream::is_terminated`).
+    pub fn is_read_over(&self) -> bool {
+        self.lifecycle.is_terminated()
+            && !self.receiving.holds_result()
+            && self.lifecycle.ending_step().is_none()
+            && self.owed.delivery(&self.output).is_none()
     }
 
     /// Fails the connection for `error`: queue the close frame its code
