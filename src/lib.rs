@@ -130,7 +130,9 @@
 //! - keepalive and the deadlines above are on by default: a peer that
 //!   stays silent through a ping is dropped with
 //!   [`Error::Timeout`]; turn them off with `None`;
-//! - a pong is returned only for a ping the application sent;
+//! - the pong answering lockgate's own keepalive ping is consumed, not
+//!   returned: every other pong is (the application's own pings', and
+//!   unsolicited ones);
 //! - a server refuses an upgrade whose `Origin` is another site's with 403
 //!   (cross-site WebSocket hijacking); requests without `Origin` pass, and
 //!   [`ServerOptions::origin_policy`] allows more (see
