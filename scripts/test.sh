@@ -131,6 +131,18 @@ step "cargo build and test, lockgate without default features (no permessage-def
 cargo build -p lockgate --no-default-features
 cargo test -p lockgate --no-default-features
 
+step "the first run stays light: loadgen's build is at most 80 crates; fan-out builds and refuses a broker without NATS"
+# The crates `cargo build --release -p lockgate-loadgen` compiles (one per
+# package: cargo tree lists what cargo's Compiling lines would).
+crates=$(cargo tree -p lockgate-loadgen -e normal,build --prefix none | sed 's/ (.*//' | sort -u | wc -l)
+echo "lockgate-loadgen builds $crates crates"
+if [ "$crates" -gt 80 ]; then
+    echo "lockgate-loadgen pulls in $crates crates (the budget is 80): see 'cargo tree -p lockgate-loadgen'" >&2
+    exit 1
+fi
+cargo clippy -p lockgate-fanout --no-default-features --lib -- -D warnings
+cargo test -p lockgate-fanout --no-default-features --lib
+
 step "install the proxies the proxy tests tunnel through (tinyproxy, stunnel4, microsocks, pproxy) and a browser (chromium)"
 bash scripts/install-proxy.sh
 bash scripts/install-pproxy.sh

@@ -42,6 +42,10 @@ impl NodeConfig {
 
     /// Relay topics through the NATS server at `url` (`nats://HOST:PORT`),
     /// so that every node connected to it forms one broadcast domain.
+    ///
+    /// Needs the `nats` feature (on by default); without it,
+    /// [`Node::start`](crate::Node::start) fails with
+    /// [`ErrorKind::Unsupported`](std::io::ErrorKind::Unsupported).
     pub fn nats(mut self, url: impl Into<String>) -> Self {
         self.nats = Some(url.into());
         self

@@ -52,6 +52,10 @@
 mod config;
 mod connection;
 mod node;
+#[cfg(feature = "nats")]
+mod relay;
+#[cfg(not(feature = "nats"))]
+#[path = "relay_absent.rs"]
 mod relay;
 mod scrape;
 mod state;

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+#[cfg(feature = "metrics")]
 use metrics::{Unit, counter, describe_counter, describe_gauge, gauge};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -123,6 +124,7 @@ fn response(status: &str, content_type: &str, body: &str) -> Vec<u8> {
 }
 
 /// The node's counters, by name: an interface, as lockgate's.
+#[cfg(feature = "metrics")]
 mod names {
     pub(super) const ACCEPTED: &str = "lockgate_fanout_connections_accepted_total";
     pub(super) const OPEN: &str = "lockgate_fanout_connections_open";
@@ -137,9 +139,14 @@ mod names {
     pub(super) const BROKER_UP: &str = "lockgate_fanout_broker_up";
 }
 
+/// Without the `metrics` feature there is no facade to hand them to.
+#[cfg(not(feature = "metrics"))]
+fn report(_stats: &NodeStats) {}
+
 /// Hands `stats` to the `metrics` facade's recorder: counters as absolute
 /// values, gauges set. Once per scrape, so their descriptions are given
 /// each time too (whichever recorder is installed gets them).
+#[cfg(feature = "metrics")]
 fn report(stats: &NodeStats) {
     use names::*;
     let counters = [

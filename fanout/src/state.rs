@@ -90,6 +90,7 @@ impl NodeState {
         self.broker_up.load(Ordering::Acquire)
     }
 
+    #[cfg(feature = "nats")]
     /// The broker connection is gone: every client is told at once, since
     /// from now on it would silently miss other nodes' messages.
     pub(crate) fn broker_lost(&self) {
@@ -103,6 +104,7 @@ impl NodeState {
         }
     }
 
+    #[cfg(feature = "nats")]
     pub(crate) fn broker_back(&self) {
         if !self.broker_up.swap(true, Ordering::AcqRel) {
             self.counters.broker_back.fetch_add(1, Ordering::Relaxed);

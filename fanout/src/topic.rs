@@ -24,6 +24,7 @@ pub fn is_valid(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+#[cfg(feature = "nats")]
 /// Whether a relayed message is text or binary: part of the subject, so
 /// the payload crosses the broker untouched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,9 +33,11 @@ pub(crate) enum Kind {
     Binary,
 }
 
+#[cfg(feature = "nats")]
 /// The prefix of every subject the nodes use.
 pub(crate) const SUBJECT_PREFIX: &str = "lockgate.topics";
 
+#[cfg(feature = "nats")]
 /// The subject a message of `kind` on `topic` is relayed under.
 pub(crate) fn subject(kind: Kind, topic: &str) -> String {
     let kind = match kind {
@@ -44,14 +47,17 @@ pub(crate) fn subject(kind: Kind, topic: &str) -> String {
     format!("{SUBJECT_PREFIX}.{kind}.{topic}")
 }
 
+#[cfg(feature = "nats")]
 /// A subject no node subscribes to, for round trips to the server.
 pub(crate) const SYNC_SUBJECT: &str = "lockgate.sync";
 
+#[cfg(feature = "nats")]
 /// The subscription that receives every relayed message.
 pub(crate) fn all_subjects() -> String {
     format!("{SUBJECT_PREFIX}.*.*")
 }
 
+#[cfg(feature = "nats")]
 /// The kind and topic of a relayed subject; `None` for a subject no node
 /// publishes (it is ignored).
 pub(crate) fn parse_subject(subject: &str) -> Option<(Kind, &str)> {
@@ -65,7 +71,8 @@ pub(crate) fn parse_subject(subject: &str) -> Option<(Kind, &str)> {
     is_valid(topic).then_some((kind, topic))
 }
 
-#[cfg(test)]
+// The subject mapping is tested with the relay that uses it.
+#[cfg(all(test, feature = "nats"))]
 mod tests {
     use super::*;
 

@@ -1,11 +1,9 @@
-//! The live progress line (indicatif on a terminal, plain lines
+//! The live progress line (rewritten in place on a terminal, plain lines
 //! otherwise) and the watchdog that stops a stuck run.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::shared::Shared;
 
@@ -16,7 +14,8 @@ pub(crate) const GRACE: Duration = Duration::from_secs(30);
 
 /// Where progress goes.
 pub(crate) struct Progress {
-    bar: Option<ProgressBar>,
+    /// On a terminal: one line, rewritten in place.
+    in_place: bool,
     every: Duration,
 }
 
@@ -24,36 +23,31 @@ impl Progress {
     /// A spinner line on a terminal; otherwise plain lines every second
     /// (logs and CI keep them readable).
     pub(crate) fn new() -> Self {
-        if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
-                    .expect("a valid template"),
-            );
-            bar.enable_steady_tick(Duration::from_millis(100));
-            Self {
-                bar: Some(bar),
-                every: Duration::from_millis(250),
-            }
-        } else {
-            Self {
-                bar: None,
-                every: Duration::from_secs(1),
-            }
+        let in_place = std::io::stderr().is_terminal();
+        Self {
+            in_place,
+            every: Duration::from_millis(if in_place { 250 } else { 1000 }),
         }
     }
 
     fn show(&self, line: String) {
-        match &self.bar {
-            Some(bar) => bar.set_message(line),
-            None => eprintln!("{line}"),
+        if self.in_place {
+            // Back to the start of the line, the new text, and the rest of
+            // the old one erased.
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{line}\x1b[K");
+            let _ = err.flush();
+        } else {
+            eprintln!("{line}");
         }
     }
 
     /// Clears the progress line before the summary is printed.
     pub(crate) fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+        if self.in_place {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
         }
     }
 
