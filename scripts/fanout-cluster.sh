@@ -89,7 +89,9 @@ start() {
     mkdir -p "$DIR"
     : >"$DIR/pids"
     : >"$DIR/urls"
-    (cd "$ROOT" && cargo build --release --quiet -p lockgate-fanout)
+    # Cargo's own progress goes to stderr: a first build takes minutes.
+    echo "fanout-cluster: building lockgate-fanout (cargo build --release -p lockgate-fanout)" >&2
+    (cd "$ROOT" && cargo build --release -p lockgate-fanout)
     local bin=${CARGO_TARGET_DIR:-$ROOT/target}/release/lockgate-fanout
 
     local nats_port
