@@ -33,10 +33,6 @@ use crate::proto::state::State;
 /// What a rate limit did to a connection (see
 /// [`Lifecycle::observe_rate_limit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(
-    dead_code,
-    reason = "the rate limits report through it once they are wired in"
-)]
 pub(crate) enum RateLimitAction {
     /// The context stopped asking for input until its bucket refills.
     Throttled = 0,
@@ -425,10 +421,6 @@ impl Lifecycle {
     /// A rate limit acted on this connection: counts
     /// `lockgate_rate_limit_actions_total{action}` and traces it.
     #[inline(always)]
-    #[allow(
-        dead_code,
-        reason = "the rate limits report through it once they are wired in"
-    )]
     pub(super) fn observe_rate_limit(&self, action: RateLimitAction) {
         #[cfg(feature = "metrics")]
         observe::counters::rate_limited(action);

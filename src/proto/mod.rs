@@ -21,7 +21,10 @@ mod utf8_stream;
 
 pub use context::WebSocketContext;
 pub use context::split::{ControlFrames, SendHalf};
-#[allow(unused_imports, reason = "for the rate limits to report through")]
+#[allow(
+    unused_imports,
+    reason = "observe/ reports rate limits through it, only with `metrics` or `tracing`"
+)]
 pub(crate) use lifecycle::RateLimitAction;
 pub use rate_limit::{RateLimit, RatePolicy};
 pub use seam::{Next, Operation, Output};
