@@ -13,7 +13,7 @@ use futures_io::{AsyncRead, AsyncWrite};
 use futures_util::io::{AsyncReadExt, ReadHalf, WriteHalf};
 use lockgate::WebSocketContext;
 
-use crate::runtime::{ReadTransport, Runtime, Splits, WriteTransport};
+use crate::runtime::{ReadTransport, Runtime, SplitParts, Splits, WriteTransport};
 
 /// The runtime of `futures-io` streams (`AsyncRead + AsyncWrite + Unpin`):
 /// smol's and async-std's sockets, and anything with a compat layer (for
@@ -116,10 +116,12 @@ impl<S: AsyncWrite + Unpin> WriteTransport<S> for FuturesIo {
 
 /// `futures_util::io::split`: the parts share the stream behind its lock,
 /// taken for each read or write call, never across the WebSocket work.
-impl<S: AsyncRead + AsyncWrite + Unpin> Splits<S> for FuturesIo {
+impl<S> SplitParts<S> for FuturesIo {
     type ReadPart = ReadHalf<S>;
     type WritePart = WriteHalf<S>;
+}
 
+impl<S: AsyncRead + AsyncWrite + Unpin> Splits<S> for FuturesIo {
     fn split(stream: S) -> (ReadHalf<S>, WriteHalf<S>) {
         stream.split()
     }

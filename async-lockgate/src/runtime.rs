@@ -148,16 +148,23 @@ pub trait Connect: Transport<Self::Stream> + Sized {
     fn peer_addr(stream: &Self::Stream) -> Option<SocketAddr>;
 }
 
-/// How a runtime splits its stream `S` so that a split connection's read
-/// half reads while its write half writes: the runtime's own split (for
-/// tokio, `tokio::io::split`), whose parts the halves own and which the
-/// runtime reads and writes like any stream.
-pub trait Splits<S>: Transport<S> {
+/// The types of the parts a runtime splits a stream `S` into, named for
+/// every `S`: the halves of a split connection hold them, and with no
+/// bound on `S` here, a type that holds a half needs none either (as code
+/// written for `SplitStream<WebSocketStream<S>>` has none). What the parts
+/// can do is [`Splits`]'s and [`SplitTransport`]'s, on the impls.
+pub trait SplitParts<S>: Runtime {
     /// The part that reads.
     type ReadPart: Unpin;
     /// The part that writes.
     type WritePart: Unpin;
+}
 
+/// How a runtime splits its stream `S` so that a split connection's read
+/// half reads while its write half writes: the runtime's own split (for
+/// tokio, `tokio::io::split`), whose parts the halves own and which the
+/// runtime reads and writes like any stream.
+pub trait Splits<S>: Transport<S> + SplitParts<S> {
     /// Splits `stream` into its parts.
     fn split(stream: S) -> (Self::ReadPart, Self::WritePart);
 
@@ -171,14 +178,14 @@ pub trait Splits<S>: Transport<S> {
 /// [`WriteTransport`] for the write part.
 pub trait SplitTransport<S>:
     Splits<S>
-    + ReadTransport<<Self as Splits<S>>::ReadPart>
-    + WriteTransport<<Self as Splits<S>>::WritePart>
+    + ReadTransport<<Self as SplitParts<S>>::ReadPart>
+    + WriteTransport<<Self as SplitParts<S>>::WritePart>
 {
 }
 
 impl<S, R> SplitTransport<S> for R where
     R: Splits<S>
-        + ReadTransport<<R as Splits<S>>::ReadPart>
-        + WriteTransport<<R as Splits<S>>::WritePart>
+        + ReadTransport<<R as SplitParts<S>>::ReadPart>
+        + WriteTransport<<R as SplitParts<S>>::WritePart>
 {
 }

@@ -10,7 +10,9 @@ use std::time::Instant;
 use std::net::{IpAddr, SocketAddr};
 
 use async_lockgate::driver::first_address;
-use async_lockgate::runtime::{Connect, ReadTransport, Runtime, Splits, WriteTransport};
+use async_lockgate::runtime::{
+    Connect, ReadTransport, Runtime, SplitParts, Splits, WriteTransport,
+};
 use lockgate::{Connector, Result, WebSocketContext};
 use tokio::io::{AsyncRead, AsyncWrite, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
@@ -107,10 +109,12 @@ impl<S: AsyncWrite + Unpin> WriteTransport<S> for Tokio {
 
 /// `tokio::io::split`: the parts share the stream behind tokio's own lock,
 /// taken for each read or write call, never across the WebSocket work.
-impl<S: AsyncRead + AsyncWrite + Unpin> Splits<S> for Tokio {
+impl<S> SplitParts<S> for Tokio {
     type ReadPart = ReadHalf<S>;
     type WritePart = WriteHalf<S>;
+}
 
+impl<S: AsyncRead + AsyncWrite + Unpin> Splits<S> for Tokio {
     fn split(stream: S) -> (ReadHalf<S>, WriteHalf<S>) {
         tokio::io::split(stream)
     }

@@ -10,6 +10,52 @@ use tokio_lockgate::{Message, accept_async, connect_async};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
+/// A type holding the halves names no bound on the stream, as one holding
+/// `SplitStream<WebSocketStream<S>>` names none: the bounds sit on what
+/// the halves do, not on their types (this compiles, or the test does not).
+struct Peer<S> {
+    reader: tokio_lockgate::WebSocketReadHalf<S>,
+    writer: tokio_lockgate::WebSocketWriteHalf<S>,
+}
+
+impl<S> Peer<S> {
+    fn new(
+        (writer, reader): (
+            tokio_lockgate::WebSocketWriteHalf<S>,
+            tokio_lockgate::WebSocketReadHalf<S>,
+        ),
+    ) -> Self {
+        Peer { reader, writer }
+    }
+}
+
+#[tokio::test]
+async fn a_struct_holding_the_halves_needs_no_bound_on_the_stream() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = accept_async(tcp).await.unwrap();
+        while let Some(Ok(msg)) = ws.next().await {
+            if msg.is_data() {
+                ws.send(msg).await.unwrap();
+            }
+        }
+    });
+    let (ws, _) = connect_async(url).await.unwrap();
+    let mut peer = Peer::new(ws.into_split());
+    timeout(Duration::from_secs(30), async {
+        peer.writer.send(Message::text("held")).await.unwrap();
+        let echo = peer.reader.next().await.unwrap().unwrap();
+        assert_eq!(echo, Message::text("held"));
+        peer.writer.close(None).await.unwrap();
+    })
+    .await
+    .expect("the echo came back");
+    drop(peer);
+    server.await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn halves_work_from_two_tasks_and_the_reader_answers_pings() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

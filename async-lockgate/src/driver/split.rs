@@ -43,7 +43,7 @@ use lockgate::{
 
 use super::core::{Core, DeadlineTimer, poll_output_step, settle};
 use super::stream::{WebSocketStream, stream_item};
-use crate::runtime::SplitTransport;
+use crate::runtime::{SplitParts, SplitTransport};
 
 /// The tasks of the two halves waiting on the stream: registered without
 /// a lock, woken by either half or by write readiness.
@@ -89,7 +89,7 @@ fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The sending side: the context split off the connection's and the
 /// stream's write part.
-struct Sender<S, R: SplitTransport<S>> {
+struct Sender<S, R: SplitParts<S>> {
     context: SendHalf,
     write: R::WritePart,
 }
@@ -120,7 +120,7 @@ struct ReadSide {
 
 /// What both halves share: the sending side, and what the read half is
 /// told and tells.
-struct SplitState<S, R: SplitTransport<S>> {
+struct SplitState<S, R: SplitParts<S>> {
     /// Locked by the write half on every call.
     sender: OwnLine<Mutex<Sender<S, R>>>,
     /// Written by the read half on every message.
@@ -183,7 +183,7 @@ impl<S, R: SplitTransport<S>> SplitState<S, R> {
 }
 
 /// The receiving side, which the read half owns.
-struct Receiver<S, R: SplitTransport<S>> {
+struct Receiver<S, R: SplitParts<S>> {
     context: WebSocketContext,
     read: R::ReadPart,
     timer: DeadlineTimer<R>,
@@ -235,14 +235,14 @@ pub(crate) fn split<S, R: SplitTransport<S>>(
 
 /// The reading half of a split [`WebSocketStream`]: [`read`](Self::read)
 /// and [`Stream`].
-pub struct WebSocketReadHalf<S, R: SplitTransport<S>> {
+pub struct WebSocketReadHalf<S, R: SplitParts<S>> {
     shared: Shared<S, R>,
     receiver: Receiver<S, R>,
 }
 
 /// The writing half of a split [`WebSocketStream`]: `write`, `flush`,
 /// `send`, `close` and [`Sink`].
-pub struct WebSocketWriteHalf<S, R: SplitTransport<S>> {
+pub struct WebSocketWriteHalf<S, R: SplitParts<S>> {
     shared: Shared<S, R>,
 }
 
