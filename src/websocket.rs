@@ -13,6 +13,7 @@ use crate::message::{CloseFrame, Message};
 use crate::mid_handshake::HandshakeMachine;
 use crate::prepared::PreparedMessage;
 use crate::proto::{Next, Operation, WebSocketContext};
+use crate::protocol::ConfigView;
 use crate::std_stream::{ReadTimeoutFn, ReadTimer};
 
 /// The most slices one vectored write hands to the socket.
@@ -71,7 +72,7 @@ const MAX_IOVECS: usize = 64;
 /// match ws.read() {
 ///     Ok(msg) => println!("{msg:?}"),
 ///     // No byte from the peer for 5 s after a ping: it is gone.
-///     Err(Error::Timeout(TimeoutKind::Keepalive)) => println!("peer vanished"),
+///     Err(e) if e.timeout() == Some(TimeoutKind::Keepalive) => println!("peer vanished"),
 ///     Err(e) => return Err(e),
 /// }
 /// # Ok(()) }
@@ -103,6 +104,8 @@ pub struct WebSocket<S> {
     context: WebSocketContext,
     /// Bounds blocking reads by the next deadline.
     read_timer: ReadTimer<S>,
+    /// What [`get_config`](Self::get_config) lends.
+    config_view: ConfigView,
 }
 
 impl<S: 'static> WebSocket<S> {
@@ -137,6 +140,7 @@ impl<S: 'static> WebSocket<S> {
     pub fn from_context(stream: S, context: WebSocketContext) -> Self {
         Self {
             stream,
+            config_view: ConfigView::of(&context.config()),
             context,
             read_timer: ReadTimer::for_stream(),
         }
@@ -151,6 +155,7 @@ impl<S> WebSocket<S> {
         let (stream, read_timer) = machine.into_parts();
         Self {
             stream,
+            config_view: ConfigView::of(&context.config()),
             context,
             read_timer,
         }
@@ -207,6 +212,7 @@ impl<S> WebSocket<S> {
 
     /// Replaces the configuration.
     pub fn reconfigure(&mut self, config: Config) {
+        self.config_view = ConfigView::of(&config);
         self.context.set_config(config);
     }
 
@@ -217,15 +223,15 @@ impl<S> WebSocket<S> {
         let mut settings = crate::protocol::WebSocketConfig::from(&self.context.config());
         set_func(&mut settings);
         let config = settings.apply_to(self.context.config());
-        self.context.set_config(config);
+        self.reconfigure(config);
     }
 
     /// The settings tungstenite's
-    /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) has (a copy:
-    /// change them with [`set_config`](Self::set_config); the whole
-    /// configuration is [`config`](Self::config)).
-    pub fn get_config(&self) -> crate::protocol::WebSocketConfig {
-        crate::protocol::WebSocketConfig::from(&self.context.config())
+    /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) has (change
+    /// them with [`set_config`](Self::set_config); the whole configuration
+    /// is [`config`](Self::config)).
+    pub fn get_config(&self) -> &crate::protocol::WebSocketConfig {
+        self.config_view.get()
     }
 
     /// Whether more messages can be read.
@@ -307,7 +313,7 @@ impl<S: Read + Write> WebSocket<S> {
     ///   has yet to read the close. Not on a non-blocking stream, nor on
     ///   one whose reads the driver cannot time out (see
     ///   [Deadlines](#deadlines)): there the error is returned at once.
-    /// - [`Error::Timeout`]: a keepalive or close deadline passed.
+    /// - a timeout ([`Error::timeout`]): a keepalive or close deadline passed.
     /// - [`Error::Io`], including would-block on non-blocking streams (call
     ///   again; nothing is lost).
     pub fn read(&mut self) -> Result<Message> {
@@ -355,7 +361,7 @@ impl<S: Read + Write> WebSocket<S> {
     /// # Errors
     ///
     /// As for [`write`](Self::write); a full buffer gives the prepared
-    /// message back in [`Error::WriteBufferFullPrepared`].
+    /// message it was prepared from back in [`Error::WriteBufferFull`].
     pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.context.write_prepared(msg)?;
         self.drive(Operation::Write).map(drop)

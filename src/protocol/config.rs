@@ -132,8 +132,62 @@ impl From<Option<WebSocketConfig>> for Config {
     }
 }
 
+/// What a driver keeps so that `get_config` can lend a
+/// `&WebSocketConfig`, as tungstenite's does (frameworks return that
+/// reference from their own APIs).
+///
+/// The settings live in the connection's packed [`Config`]; this holds
+/// tungstenite's layout of them only when they are not the defaults, so a
+/// connection that keeps the defaults pays one pointer for it. A driver
+/// refreshes it wherever the configuration changes.
+///
+/// ```
+/// use lockgate::Config;
+/// use lockgate::protocol::{ConfigView, WebSocketConfig};
+///
+/// let defaults = ConfigView::of(&Config::default());
+/// assert_eq!(*defaults.get(), WebSocketConfig::default());
+/// let small = ConfigView::of(&Config::default().max_message_size(Some(1024)));
+/// assert_eq!(small.get().max_message_size, Some(1024));
+/// ```
+#[derive(Debug, Default)]
+pub struct ConfigView(Option<Box<WebSocketConfig>>);
+
+/// [`WebSocketConfig::default`], lent by every [`ConfigView`] of a default
+/// configuration (a unit test keeps the two equal).
+static DEFAULT_VIEW: WebSocketConfig = WebSocketConfig {
+    read_buffer_size: 8 * 1024,
+    write_buffer_size: 128 * 1024,
+    max_write_buffer_size: 72 << 20,
+    max_message_size: Some(64 << 20),
+    max_frame_size: Some(16 << 20),
+    accept_unmasked_frames: false,
+};
+
+impl ConfigView {
+    /// The view of `config`'s six tungstenite settings.
+    pub fn of(config: &Config) -> Self {
+        let settings = WebSocketConfig::from(config);
+        ConfigView((settings != DEFAULT_VIEW).then(|| Box::new(settings)))
+    }
+
+    /// The settings, as tungstenite's `get_config` returns them.
+    pub fn get(&self) -> &WebSocketConfig {
+        self.0.as_deref().unwrap_or(&DEFAULT_VIEW)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_default_view_is_the_default_config() {
+        assert_eq!(
+            super::DEFAULT_VIEW,
+            WebSocketConfig::from(&Config::default())
+        );
+        assert!(super::ConfigView::of(&Config::default()).0.is_none());
+    }
+
     use super::*;
 
     #[test]

@@ -28,4 +28,4 @@ pub use crate::config::Role;
 pub use crate::message::{CloseFrame, Message};
 pub use crate::proto::WebSocketContext;
 pub use crate::websocket::WebSocket;
-pub use config::WebSocketConfig;
+pub use config::{ConfigView, WebSocketConfig};

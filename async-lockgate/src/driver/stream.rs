@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 
 use futures_core::{FusedStream, Stream};
 use futures_sink::Sink;
+use lockgate::protocol::ConfigView;
 use lockgate::{
     CloseFrame, Config, Error, Message, PreparedMessage, Result, Role, WebSocketConfig,
     WebSocketContext,
@@ -76,6 +77,8 @@ use crate::runtime::{Runtime, SplitTransport, Transport};
 /// and `ws.flush()` still work.
 pub struct WebSocketStream<S, R: Runtime> {
     inner: SendFlush<S, R>,
+    /// What [`get_config`](Self::get_config) lends.
+    config_view: ConfigView,
 }
 
 /// The [`send`](SendFlush::send) and [`flush`](SendFlush::flush) of a
@@ -142,16 +145,17 @@ impl<S, R: Runtime> WebSocketStream<S, R> {
     /// Drives an existing context over `stream`.
     pub fn from_context(stream: S, context: WebSocketContext) -> Self {
         Self {
+            config_view: ConfigView::of(&context.config()),
             inner: SendFlush {
                 core: Core::new(stream, context),
             },
         }
     }
 
-    /// The settings tungstenite's [`WebSocketConfig`] has (a copy; the
-    /// whole configuration is [`config`](Self::config)).
-    pub fn get_config(&self) -> WebSocketConfig {
-        WebSocketConfig::from(&self.inner.core.context.config())
+    /// The settings tungstenite's [`WebSocketConfig`] has (the whole
+    /// configuration is [`config`](Self::config)).
+    pub fn get_config(&self) -> &WebSocketConfig {
+        self.config_view.get()
     }
 
     /// The stream.
@@ -189,6 +193,7 @@ impl<S, R: Runtime> WebSocketStream<S, R> {
     /// Replaces the configuration; limits and deadlines apply from the
     /// next frame and the next wait.
     pub fn reconfigure(&mut self, config: Config) {
+        self.config_view = ConfigView::of(&config);
         self.inner.core.context.set_config(config);
     }
 
@@ -222,6 +227,7 @@ impl<S, R: Runtime> WebSocketStream<S, R> {
 
     pub(crate) fn from_core(core: Core<S, R>) -> Self {
         Self {
+            config_view: ConfigView::of(&core.context.config()),
             inner: SendFlush { core },
         }
     }
@@ -249,7 +255,7 @@ impl<S: Unpin, R: Transport<S>> WebSocketStream<S, R> {
     /// sent and the close lingered (the write side shut down, input
     /// discarded until the peer's FIN or `close_timeout`, so that dropping
     /// the connection next does not reset it with the close unread; see
-    /// [`Next::Discard`](lockgate::Next::Discard)); [`Error::Timeout`]
+    /// [`Next::Discard`](lockgate::Next::Discard)); a timeout ([`Error::timeout`])
     /// when a deadline passed.
     // Not an `async fn`: the future is one pointer, so a task parked in a
     // read is 40 bytes smaller.
@@ -293,7 +299,7 @@ impl<S: Unpin, R: Transport<S>> WebSocketStream<S, R> {
     /// # Errors
     ///
     /// As for [`write`](Self::write); a full buffer gives the prepared
-    /// message back in [`Error::WriteBufferFullPrepared`].
+    /// message it was prepared from back in [`Error::WriteBufferFull`].
     pub async fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.inner.core.context.write_prepared(msg)?;
         self.run_write().await
