@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::dial::{AttemptStep, Dial, first_address, time_left};
-use crate::error::{Error, Result, TimeoutKind};
+use crate::error::{Result, TimeoutKind};
 use crate::mid_handshake::HandshakeMachine;
 use crate::stream::MaybeTlsStream;
 use crate::upgrade::messages::client::Response;
@@ -117,7 +117,7 @@ impl Waiter {
     ///
     /// # Errors
     ///
-    /// [`Error::Timeout`] once the deadline has passed.
+    /// a timeout ([`Error::timeout`](crate::Error::timeout)) once the deadline has passed.
     fn wait(&self) -> Result<()> {
         let wait = time_left(self.deadline, Instant::now())?
             .map_or(RETRY_AFTER, |left| left.min(RETRY_AFTER));
@@ -158,7 +158,7 @@ fn resolve(host: &str, port: u16, deadline: Option<Instant>) -> Result<Vec<Socke
         })?;
     match receiver.recv_timeout(left) {
         Ok(found) => Ok(found?),
-        Err(_) => Err(Error::Timeout(TimeoutKind::Handshake)),
+        Err(_) => Err(TimeoutKind::Handshake.into()),
     }
 }
 

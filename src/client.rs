@@ -98,8 +98,8 @@ pub(crate) type ClientResult<S> =
 /// # Errors
 ///
 /// [`HandshakeError::Failure`] with [`Error::Url`] for a bad URL,
-/// [`Error::Http`] for a refusal, [`Error::Handshake`] for a bad response,
-/// [`Error::Timeout`] if the response did not arrive in time,
+/// [`Error::Http`] for a refusal, a [`HandshakeFailure`](crate::HandshakeFailure) ([`Error::handshake_failure`](crate::Error::handshake_failure)) for a bad response,
+/// a timeout ([`Error::timeout`]) if the response did not arrive in time,
 /// [`Error::Io`]; [`HandshakeError::Interrupted`] when a non-blocking
 /// stream would block. `?` turns it into an [`Error`].
 pub fn client<S, R>(request: R, stream: S) -> ClientResult<S>
@@ -302,7 +302,7 @@ impl ClientOptions {
     ///
     /// # Errors
     ///
-    /// As for [`connect`]; [`Error::Timeout`] when the deadline passes,
+    /// As for [`connect`]; a timeout ([`Error::timeout`]) when the deadline passes,
     /// during the connection, the proxy's exchange or TLS too.
     pub fn connect<R: IntoClientRequest>(
         self,

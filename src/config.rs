@@ -204,7 +204,7 @@ impl Config {
     /// The most frames one incoming message may arrive in. Default
     /// 131,072 ([`DEFAULT_MAX_FRAGMENTS`]); `None` for no limit. Exceeding
     /// it fails the connection with 1008 (policy) and
-    /// [`CapacityError::TooManyFragments`](crate::CapacityError::TooManyFragments).
+    /// [`Detail::TooManyFragments`](crate::Detail::TooManyFragments).
     ///
     /// Fragments cost no memory beyond their bytes, but each costs work, and
     /// empty ones would let a message stay open forever without reaching
@@ -234,7 +234,7 @@ impl Config {
     /// ([`DEFAULT_HANDSHAKE_TIMEOUT`]); `None` waits forever.
     ///
     /// Both roles enforce it: the handshake fails with
-    /// [`Error::Timeout`](crate::Error::Timeout)`(`[`TimeoutKind::Handshake`](crate::TimeoutKind::Handshake)`)`.
+    /// an error whose [`timeout`](crate::Error::timeout) is [`TimeoutKind::Handshake`](crate::TimeoutKind::Handshake).
     /// The tokio adapter does so on any stream; the blocking entry points on
     /// a `TcpStream` or `UnixStream` (as a read timeout set to the time left
     /// before each read and cleared afterwards, unless the caller set a
@@ -267,7 +267,7 @@ impl Config {
 
     /// Keepalive: if nothing at all arrives this long after a keepalive
     /// ping, the connection fails with
-    /// [`Error::Timeout`](crate::Error::Timeout)`(`[`TimeoutKind::Keepalive`](crate::TimeoutKind::Keepalive)`)`
+    /// an error whose [`timeout`](crate::Error::timeout) is [`TimeoutKind::Keepalive`](crate::TimeoutKind::Keepalive)
     /// and a close frame with 1011 is sent if the stream takes it. Default
     /// 20 s ([`DEFAULT_PING_TIMEOUT`]); `None` pings but never gives up.
     ///
@@ -281,7 +281,7 @@ impl Config {
 
     /// How long the peer may take to finish the closing handshake after we
     /// sent our close frame; then reading fails with
-    /// [`Error::Timeout`](crate::Error::Timeout)`(`[`TimeoutKind::Close`](crate::TimeoutKind::Close)`)`
+    /// an error whose [`timeout`](crate::Error::timeout) is [`TimeoutKind::Close`](crate::TimeoutKind::Close)
     /// and the connection can be dropped. Default 10 s
     /// ([`DEFAULT_CLOSE_TIMEOUT`]); `None` waits as long as the peer does.
     pub fn close_timeout(mut self, timeout: Option<Duration>) -> Self {

@@ -1,10 +1,22 @@
-//! Errors, one enum per layer, gathered in [`Error`].
+//! Errors, shaped as tungstenite's.
 //!
-//! The variants tungstenite has keep its names and shapes (`Error::Http`,
-//! `Error::Url`, `Error::Utf8(String)`, `ProtocolError::*`,
-//! `CapacityError::MessageTooLong`), so code that matches on them ports by
-//! renaming the crate; lockgate's own (`Timeout`, `Handshake`,
-//! `WriteBufferFullPrepared`) sit beside them.
+//! [`Error`], [`ProtocolError`], [`CapacityError`], [`UrlError`] and
+//! [`SubProtocolError`] have exactly tungstenite 0.30's variants, with its
+//! messages: code that matches them exhaustively ports by renaming the
+//! crate, and a condition both libraries report gets the same variant.
+//!
+//! What lockgate says beyond them travels inside [`Error::Io`], as a
+//! [`Detail`] in the [`io::Error`] (with an [`io::ErrorKind`] that fits:
+//! `TimedOut` for a deadline, `InvalidData` for a peer's mistake,
+//! `InvalidInput` for a caller's): deadlines, the opening handshake's
+//! reasons (the status a server answers with, a proxy's refusal), the
+//! permessage-deflate and rate-limit failures. [`Error::detail`],
+//! [`Error::timeout`] and [`Error::handshake_failure`] reach it without a
+//! downcast. Why inside `Io` and not beside it: a variant of our own would
+//! break every exhaustive `match` written for tungstenite, and a program
+//! that does not know about deadlines or rate limits treats them as
+//! tungstenite programs treat any other failure of the connection, as an
+//! I/O error that ends it.
 //!
 //! The detail behind dialling (the TLS libraries' errors, a proxy's or a
 //! SOCKS5 proxy's refusal) is defined in the dial module and carried here:
@@ -14,7 +26,6 @@ use std::{fmt, io, str, string};
 
 use crate::frame::{CloseCode, Data, OpCode};
 use crate::message::Message;
-use crate::prepared::PreparedMessage;
 
 /// Everything that can go wrong on a WebSocket.
 ///
@@ -22,7 +33,10 @@ use crate::prepared::PreparedMessage;
 /// closing handshake finished; drop the connection),
 /// [`Error::WriteBufferFull`] (flush, then try the same message again) and
 /// [`Error::Io`] with [`io::ErrorKind::WouldBlock`] on non-blocking streams
-/// (call again once the socket is ready).
+/// (call again once the socket is ready). What lockgate reports beyond
+/// tungstenite's variants (a deadline, the reason an opening handshake
+/// failed) is an [`Error::Io`] carrying a [`Detail`]: see
+/// [`Error::detail`].
 ///
 /// # Examples
 ///
@@ -55,61 +69,58 @@ use crate::prepared::PreparedMessage;
 ///     // The peer broke RFC 6455; a close frame with this code went out.
 ///     Err(Error::Protocol(e)) => eprintln!("protocol error: {e} ({:?})", e.close_code()),
 ///     // A deadline passed: the handshake, keepalive or the closing handshake.
-///     Err(Error::Timeout(kind)) => eprintln!("timed out: {kind:?}"),
+///     Err(e) if e.timeout().is_some() => eprintln!("timed out: {e}"),
 ///     Err(e) => eprintln!("could not connect: {e}"),
 /// }
 /// # Ok::<(), lockgate::Error>(())
 /// ```
 #[derive(thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// The closing handshake completed. Returned once by `read`; the
     /// connection can be dropped.
-    #[error("connection closed normally")]
+    #[error("Connection closed normally")]
     ConnectionClosed,
     /// The connection was already closed (or failed) and this call cannot do
     /// anything.
-    #[error("the connection is already closed")]
+    #[error("Trying to work with closed connection")]
     AlreadyClosed,
-    /// The underlying stream failed, or would block.
-    #[error("i/o error: {0}")]
+    /// The underlying stream failed, or would block; or a failure lockgate
+    /// describes with a [`Detail`] ([`Error::detail`]): a deadline, the
+    /// opening handshake, a rate limit.
+    #[error("IO error: {0}")]
     Io(#[from] io::Error),
     /// The TLS layer of a `wss://` connection failed: the certificate was
     /// refused, the server name is not valid, or the TLS library failed.
     #[error("TLS error: {0}")]
     Tls(#[from] TlsError),
     /// A size limit from [`Config`](crate::Config) was exceeded.
-    #[error("capacity exceeded: {0}")]
+    #[error("Space limit exceeded: {0}")]
     Capacity(#[from] CapacityError),
     /// The peer broke RFC 6455. The connection is failing: a close frame with
     /// [`ProtocolError::close_code`] has been queued.
-    #[error("protocol error: {0}")]
+    #[error("WebSocket protocol error: {0}")]
     Protocol(#[from] ProtocolError),
     /// The message did not fit in the out buffer under
-    /// `max_write_buffer_size`. It is handed back exactly as given; nothing
-    /// of it was written. Flush, then write it again.
-    #[error("write buffer full")]
+    /// `max_write_buffer_size`. It is handed back exactly as given (for
+    /// [`write_prepared`](crate::WebSocketContext::write_prepared), the
+    /// message it was prepared from); nothing of it was written. Flush,
+    /// then write it again.
+    #[error("Write buffer is full")]
     WriteBufferFull(Box<Message>),
-    /// [`WriteBufferFull`](Error::WriteBufferFull) for
-    /// [`write_prepared`](crate::WebSocketContext::write_prepared): the
-    /// prepared message is handed back; nothing of it was written.
-    #[error("write buffer full")]
-    WriteBufferFullPrepared(PreparedMessage),
-    /// Bytes read as text are not UTF-8: a payload read with
-    /// [`Message::to_text`] or [`Message::into_text`], or a header value.
-    /// The connection is unaffected. (A text message from the peer that
-    /// is not UTF-8 fails the connection with
-    /// [`ProtocolError::InvalidUtf8`] instead.)
+    /// Bytes that must be UTF-8 are not: a text message or a close reason
+    /// from the peer (which fails the connection with 1007), a payload
+    /// read with [`Message::to_text`] or [`Message::into_text`], or a
+    /// header value (which leave the connection as it was).
     #[error("UTF-8 encoding error: {0}")]
     Utf8(String),
     /// Kept so that code matching tungstenite's errors compiles; lockgate
     /// never returns it: an oversized handshake head is
     /// [`HandshakeFailure::HeadTooLarge`] or
     /// [`CapacityError::TooManyHeaders`].
-    #[error("attack attempt detected")]
+    #[error("Attack attempt detected")]
     AttackAttempt,
     /// The URL (or request) cannot be used for a WebSocket connection.
-    #[error("invalid WebSocket URL: {0}")]
+    #[error("URL error: {0}")]
     Url(#[from] UrlError),
     /// The opening handshake ended with this HTTP response instead of
     /// `101 Switching Protocols`: the server's refusal as a client
@@ -122,16 +133,6 @@ pub enum Error {
     /// URI or status code (for example in a request built by hand).
     #[error("HTTP format error: {0}")]
     HttpFormat(#[from] http::Error),
-    /// The opening handshake failed for a reason lockgate describes on its
-    /// own: a malformed request or response, a head too large, a proxy's
-    /// refusal. Its message says which.
-    #[error("{0}")]
-    Handshake(#[from] HandshakeFailure),
-    /// A deadline from [`Config`](crate::Config) passed: the connection is
-    /// over (for [`TimeoutKind::Keepalive`], a close frame with 1011 was
-    /// queued and sent if the stream took it).
-    #[error("timed out: {0}")]
-    Timeout(TimeoutKind),
 }
 
 /// As derived, except that an HTTP response's body shows as a byte string
@@ -146,9 +147,6 @@ impl fmt::Debug for Error {
             Error::Capacity(e) => f.debug_tuple("Capacity").field(e).finish(),
             Error::Protocol(e) => f.debug_tuple("Protocol").field(e).finish(),
             Error::WriteBufferFull(m) => f.debug_tuple("WriteBufferFull").field(m).finish(),
-            Error::WriteBufferFullPrepared(m) => {
-                f.debug_tuple("WriteBufferFullPrepared").field(m).finish()
-            }
             Error::Utf8(e) => f.debug_tuple("Utf8").field(e).finish(),
             Error::AttackAttempt => f.write_str("AttackAttempt"),
             Error::Url(e) => f.debug_tuple("Url").field(e).finish(),
@@ -168,8 +166,6 @@ impl fmt::Debug for Error {
                     .finish()
             }
             Error::HttpFormat(e) => f.debug_tuple("HttpFormat").field(e).finish(),
-            Error::Handshake(e) => f.debug_tuple("Handshake").field(e).finish(),
-            Error::Timeout(kind) => f.debug_tuple("Timeout").field(kind).finish(),
         }
     }
 }
@@ -225,7 +221,7 @@ impl From<httparse::Error> for Error {
     }
 }
 
-/// Which deadline passed (see [`Error::Timeout`]).
+/// Which deadline passed (see [`Error::timeout`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TimeoutKind {
@@ -252,16 +248,206 @@ impl std::fmt::Display for TimeoutKind {
     }
 }
 
+/// What lockgate reports beyond tungstenite's variants, carried inside
+/// [`Error::Io`] (see the [module docs](self) for why). Reach it with
+/// [`Error::detail`].
+///
+/// ```
+/// use lockgate::error::{Detail, TimeoutKind};
+/// use lockgate::Error;
+///
+/// let error = Error::from(TimeoutKind::Keepalive);
+/// assert!(matches!(&error, Error::Io(e) if e.kind() == std::io::ErrorKind::TimedOut));
+/// assert_eq!(error.timeout(), Some(TimeoutKind::Keepalive));
+/// assert!(matches!(error.detail(), Some(Detail::Timeout(TimeoutKind::Keepalive))));
+/// assert_eq!(error.close_code(), Some(lockgate::CloseCode::Error));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Detail {
+    /// A deadline from [`Config`](crate::Config) passed: the connection is
+    /// over (for [`TimeoutKind::Keepalive`], a close frame with 1011 was
+    /// queued and sent if the stream took it). The `io::ErrorKind` is
+    /// `TimedOut`.
+    #[error("timed out: {0}")]
+    Timeout(TimeoutKind),
+    /// The opening handshake failed for a reason lockgate describes on its
+    /// own: a malformed request or response, a head too large, a refused
+    /// `Origin`, a proxy's refusal.
+    #[error("{0}")]
+    Handshake(HandshakeFailure),
+    /// The peer sent a 64-bit payload length with its most significant bit
+    /// set. Closes with 1002.
+    #[error("WebSocket protocol error: payload length has the most significant bit set")]
+    InvalidPayloadLength,
+    /// A compressed message (RSV1 with permessage-deflate) whose payload is
+    /// not valid DEFLATE data. Closes with 1007 for text, 1002 for binary.
+    #[error(
+        "WebSocket protocol error: invalid compressed data in a {} message",
+        if *.text { "text" } else { "binary" }
+    )]
+    InvalidCompressedData {
+        /// Whether the message was text.
+        text: bool,
+    },
+    /// The peer's close frame has a code that may not be sent on the wire.
+    /// Closes with 1002.
+    #[error("WebSocket protocol error: invalid close code {0}")]
+    InvalidCloseCode(u16),
+    /// The caller tried to send a close frame with a code that may not
+    /// appear on the wire (RFC 6455 section 7.4.1: 1005, 1006, 1015, codes
+    /// below 1000, reserved 1004 and 1016-2999, 5000 and above). Nothing
+    /// was queued and the connection is still open; see
+    /// [`CloseCode::is_allowed_on_wire`]. The `io::ErrorKind` is
+    /// `InvalidInput`.
+    #[error("close code {0} may not be sent on the wire")]
+    SendForbiddenCloseCode(u16),
+    /// A message in more frames than `max_fragments` allows. Closes with
+    /// 1008 (policy): the size is fine, the framing is not.
+    #[error("Space limit exceeded: message in more than {max} frames")]
+    TooManyFragments {
+        /// The configured limit.
+        max: usize,
+    },
+    /// The peer sent more messages than the connection's
+    /// [`RateLimit`](crate::RateLimit) allows, under
+    /// [`RatePolicy::Close`](crate::RatePolicy::Close). Closes with 1008
+    /// (policy). The message that overran the limit was dropped.
+    #[error("message rate exceeded: more than {per_second} per second (burst {burst})")]
+    MessageRateExceeded {
+        /// The configured rate.
+        per_second: u64,
+        /// The configured burst.
+        burst: u64,
+    },
+    /// The peer sent more payload bytes than the connection's
+    /// [`RateLimit`](crate::RateLimit) allows, under
+    /// [`RatePolicy::Close`](crate::RatePolicy::Close). Closes with 1008
+    /// (policy). The message that overran the limit was dropped.
+    #[error("byte rate exceeded: more than {per_second} bytes per second (burst {burst})")]
+    ByteRateExceeded {
+        /// The configured rate.
+        per_second: u64,
+        /// The configured burst.
+        burst: u64,
+    },
+    /// The URL (or request, or proxy URL) cannot be used for reasons
+    /// tungstenite's [`UrlError`] has no variant for (it has a fragment or
+    /// credentials, a proxy URL is wrong, a redirect's `Location` is not
+    /// text...): the message says what. The `io::ErrorKind` is
+    /// `InvalidInput`.
+    #[error("URL error: {0}")]
+    InvalidUrl(String),
+}
+
+impl Detail {
+    /// The close code the connection was (or will be) failed with, for the
+    /// details that fail an open connection.
+    pub fn close_code(&self) -> Option<CloseCode> {
+        match self {
+            Detail::Timeout(TimeoutKind::Keepalive) => Some(CloseCode::Error),
+            Detail::InvalidCompressedData { text: true } => Some(CloseCode::Invalid),
+            Detail::InvalidPayloadLength
+            | Detail::InvalidCompressedData { text: false }
+            | Detail::InvalidCloseCode(_) => Some(CloseCode::Protocol),
+            Detail::TooManyFragments { .. }
+            | Detail::MessageRateExceeded { .. }
+            | Detail::ByteRateExceeded { .. } => Some(CloseCode::Policy),
+            _ => None,
+        }
+    }
+
+    /// The [`io::ErrorKind`] of the [`Error::Io`] that carries it.
+    pub fn io_kind(&self) -> io::ErrorKind {
+        match self {
+            Detail::Timeout(_) => io::ErrorKind::TimedOut,
+            Detail::Handshake(HandshakeFailure::OriginRefused { .. }) => {
+                io::ErrorKind::PermissionDenied
+            }
+            Detail::Handshake(
+                HandshakeFailure::ProxyRefused(_) | HandshakeFailure::Socks5Refused(_),
+            ) => io::ErrorKind::ConnectionRefused,
+            Detail::SendForbiddenCloseCode(_) | Detail::InvalidUrl(_) => {
+                io::ErrorKind::InvalidInput
+            }
+            Detail::MessageRateExceeded { .. } | Detail::ByteRateExceeded { .. } => {
+                io::ErrorKind::Other
+            }
+            _ => io::ErrorKind::InvalidData,
+        }
+    }
+}
+
+/// Whether an I/O error is one of ours, carrying a [`Detail`] (and not the
+/// stream's, which a caller may wrap with where it happened).
+pub(crate) fn carries_detail(error: &io::Error) -> bool {
+    error.get_ref().is_some_and(|inner| inner.is::<Detail>())
+}
+
+impl From<Detail> for Error {
+    fn from(detail: Detail) -> Self {
+        Error::Io(io::Error::new(detail.io_kind(), detail))
+    }
+}
+
+impl From<TimeoutKind> for Error {
+    fn from(kind: TimeoutKind) -> Self {
+        Detail::Timeout(kind).into()
+    }
+}
+
+impl From<HandshakeFailure> for Error {
+    fn from(failure: HandshakeFailure) -> Self {
+        Detail::Handshake(failure).into()
+    }
+}
+
 impl Error {
+    /// What lockgate says beyond tungstenite's variants, if this is such
+    /// an error: an [`Error::Io`] carrying a [`Detail`].
+    pub fn detail(&self) -> Option<&Detail> {
+        match self {
+            Error::Io(error) => error.get_ref()?.downcast_ref::<Detail>(),
+            _ => None,
+        }
+    }
+
+    /// The [`Detail`] this error carries, by value (a proxy's refusal, say,
+    /// to keep), or the error itself if it carries none.
+    pub fn into_detail(self) -> Result<Detail, Error> {
+        match self {
+            Error::Io(error) if carries_detail(&error) => {
+                let inner = error.into_inner().expect("checked: a custom error");
+                Ok(*inner.downcast::<Detail>().expect("checked: a Detail"))
+            }
+            other => Err(other),
+        }
+    }
+
+    /// Which deadline passed, if this error is a timeout
+    /// ([`Detail::Timeout`]).
+    pub fn timeout(&self) -> Option<TimeoutKind> {
+        match self.detail()? {
+            Detail::Timeout(kind) => Some(*kind),
+            _ => None,
+        }
+    }
+
+    /// Why the opening handshake failed, where lockgate says more than
+    /// tungstenite's variants ([`Detail::Handshake`]); a server answers
+    /// with its [`status`](HandshakeFailure::status).
+    pub fn handshake_failure(&self) -> Option<&HandshakeFailure> {
+        match self.detail()? {
+            Detail::Handshake(failure) => Some(failure),
+            _ => None,
+        }
+    }
+
     /// Whether the out buffer refused a message
-    /// ([`WriteBufferFull`](Error::WriteBufferFull) or
-    /// [`WriteBufferFullPrepared`](Error::WriteBufferFullPrepared)): flush,
-    /// then write it again.
+    /// ([`WriteBufferFull`](Error::WriteBufferFull)): flush, then write it
+    /// again.
     pub fn is_write_buffer_full(&self) -> bool {
-        matches!(
-            self,
-            Error::WriteBufferFull(_) | Error::WriteBufferFullPrepared(_)
-        )
+        matches!(self, Error::WriteBufferFull(_))
     }
 
     /// Whether this is an I/O "would block": the call can be repeated later
@@ -271,12 +457,17 @@ impl Error {
     }
 
     /// The close code the connection was (or will be) failed with, for
-    /// errors that fail the connection.
+    /// errors that fail the connection. For [`Error::Utf8`] it is 1007,
+    /// which the connection was failed with when the bytes were the peer's
+    /// text message or close reason; the other `Utf8` errors (a payload
+    /// read as text by the application, a header value) leave the
+    /// connection as it was.
     pub fn close_code(&self) -> Option<CloseCode> {
         match self {
             Error::Protocol(e) => e.close_code(),
             Error::Capacity(e) => e.close_code(),
-            Error::Timeout(TimeoutKind::Keepalive) => Some(CloseCode::Error),
+            Error::Utf8(_) => Some(CloseCode::Invalid),
+            Error::Io(_) => self.detail().and_then(Detail::close_code),
             _ => None,
         }
     }
@@ -288,149 +479,123 @@ impl Error {
             Ok(_) => Error::Utf8("invalid UTF-8".to_owned()),
         }
     }
+
+    /// The error for a text message (or close reason) from the peer that
+    /// is not UTF-8: it fails the connection with 1007.
+    pub(crate) fn peer_not_utf8(what: &str) -> Error {
+        Error::Utf8(format!("invalid UTF-8 in {what}"))
+    }
 }
 
-/// A violation of RFC 6455 by the peer (or, for the `Send*` variants, a
-/// misuse by the caller).
+/// A violation of RFC 6455 by the peer (or, for
+/// [`SendAfterClosing`](Self::SendAfterClosing), a misuse by the caller).
 ///
-/// The names are tungstenite's where the meaning is the same. Variants
-/// marked *opening handshake* describe a request or response that is not a
-/// valid upgrade; the rest fail an open connection.
+/// The variants and messages are tungstenite's. Variants marked *opening
+/// handshake* describe a request or response that is not a valid upgrade;
+/// the rest fail an open connection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ProtocolError {
     /// *Opening handshake*: a method other than GET.
-    #[error("unsupported HTTP method (a WebSocket upgrade uses GET)")]
+    #[error("Unsupported HTTP method used - only GET is allowed")]
     WrongHttpMethod,
     /// *Opening handshake*: an HTTP version other than 1.1.
-    #[error("HTTP version must be 1.1")]
+    #[error("HTTP version must be 1.1 or higher")]
     WrongHttpVersion,
     /// *Opening handshake*: no `Connection: upgrade`.
-    #[error("no \"Connection: upgrade\" header")]
+    #[error("No \"Connection: upgrade\" header")]
     MissingConnectionUpgradeHeader,
     /// *Opening handshake*: no `Upgrade: websocket`.
-    #[error("no \"Upgrade: websocket\" header")]
+    #[error("No \"Upgrade: websocket\" header")]
     MissingUpgradeWebSocketHeader,
     /// *Opening handshake*: no `Sec-WebSocket-Version: 13`.
-    #[error("no \"Sec-WebSocket-Version: 13\" header")]
+    #[error("No \"Sec-WebSocket-Version: 13\" header")]
     MissingSecWebSocketVersionHeader,
     /// *Opening handshake*: no `Sec-WebSocket-Key`.
-    #[error("no \"Sec-WebSocket-Key\" header")]
+    #[error("No \"Sec-WebSocket-Key\" header")]
     MissingSecWebSocketKey,
     /// *Opening handshake*: a `Sec-WebSocket-Key` that is not 16 bytes in
     /// base64.
-    #[error("invalid \"Sec-WebSocket-Key\" header value")]
+    #[error("Invalid \"Sec-WebSocket-Key\" header value")]
     InvalidSecWebSocketKey,
     /// *Opening handshake*: the server's `Sec-WebSocket-Accept` is missing
     /// or does not match the key.
-    #[error("key mismatch in \"Sec-WebSocket-Accept\" header")]
+    #[error("Key mismatch in \"Sec-WebSocket-Accept\" header")]
     SecWebSocketAcceptKeyMismatch,
     /// *Opening handshake*: the server's `Sec-WebSocket-Protocol` does not
     /// fit what the client offered.
-    #[error("subprotocol error: {0}")]
+    #[error("SubProtocol error: {0}")]
     SecWebSocketSubProtocolError(SubProtocolError),
     /// *Opening handshake*: kept so that code matching tungstenite's
     /// errors compiles; lockgate never returns it: bytes after the request
     /// head are the client's first frames, and are read as such.
-    #[error("junk after client request")]
+    #[error("Junk after client request")]
     JunkAfterRequest,
     /// *Opening handshake*: a server callback refused with a 2xx status.
-    #[error("a refusal must not have a successful status")]
+    #[error("Custom response must not be successful")]
     CustomResponseSuccessful,
     /// *Opening handshake*: a header is missing, repeated or invalid.
-    #[error("missing, duplicated or incorrect header {0}")]
+    #[error("Missing, duplicated or incorrect header {0}")]
     InvalidHeader(Box<http::HeaderName>),
     /// *Opening handshake*: the connection ended before the head was
     /// complete.
-    #[error("the connection ended during the WebSocket handshake")]
+    #[error("Handshake not finished")]
     HandshakeIncomplete,
     /// *Opening handshake*: the head is not HTTP.
-    #[error("malformed HTTP in the WebSocket handshake: {0}")]
+    #[error("httparse error: {0}")]
     HttparseError(httparse::Error),
     /// The caller tried to send a data message after a close frame was sent.
-    #[error("sending after a close frame was sent")]
+    #[error("Sending after closing is not allowed")]
     SendAfterClosing,
     /// A data frame arrived after the peer's close frame.
-    #[error("frame received after the peer's close frame")]
+    #[error("Remote sent after having closed")]
     ReceivedAfterClosing,
     /// RSV1, RSV2 or RSV3 was set without an extension that defines it.
-    #[error("reserved bits set without a negotiated extension")]
+    #[error("Reserved bits are non-zero")]
     NonZeroReservedBits,
     /// A server received a frame without a mask.
-    #[error("client frame is not masked")]
+    #[error("Received an unmasked frame from client")]
     UnmaskedFrameFromClient,
     /// A client received a masked frame.
-    #[error("server frame is masked")]
+    #[error("Received a masked frame from server")]
     MaskedFrameFromServer,
     /// A control frame without FIN.
-    #[error("fragmented control frame")]
+    #[error("Fragmented control frame")]
     FragmentedControlFrame,
     /// A control frame longer than 125 bytes.
-    #[error("control frame too big (at most 125 bytes)")]
+    #[error("Control frame too big (payload must be 125 bytes or less)")]
     ControlFrameTooBig,
     /// A reserved control opcode (0xB-0xF).
-    #[error("unknown control frame type {0:#x}")]
+    #[error("Unknown control frame type: {0}")]
     UnknownControlFrameType(u8),
     /// A reserved data opcode (0x3-0x7).
-    #[error("unknown data frame type {0:#x}")]
+    #[error("Unknown data frame type: {0}")]
     UnknownDataFrameType(u8),
     /// A continuation frame with no message to continue.
-    #[error("continuation frame without a message to continue")]
+    #[error("Continue frame but nothing to continue")]
     UnexpectedContinueFrame,
     /// A new data frame arrived while a fragmented message was open.
-    #[error("{0} frame inside a fragmented message")]
+    #[error("While waiting for more fragments received: {0}")]
     ExpectedFragment(Data),
     /// The connection ended without a closing handshake.
-    #[error("connection reset without a closing handshake")]
+    #[error("Connection reset without closing handshake")]
     ResetWithoutClosingHandshake,
     /// Kept so that code matching tungstenite's errors compiles; lockgate
     /// reports reserved opcodes as
     /// [`UnknownDataFrameType`](Self::UnknownDataFrameType) or
     /// [`UnknownControlFrameType`](Self::UnknownControlFrameType).
-    #[error("invalid opcode {0:#x}")]
+    #[error("Encountered invalid opcode: {0}")]
     InvalidOpcode(u8),
     /// A close frame with a one-byte payload.
-    #[error("invalid close sequence (a close payload of 1 byte)")]
+    #[error("Invalid close sequence")]
     InvalidCloseSequence,
-    /// The 64-bit payload length had its most significant bit set.
-    #[error("payload length has the most significant bit set")]
-    InvalidPayloadLength,
-    /// A text message (or close reason) that is not UTF-8.
-    #[error("invalid UTF-8 in a text message")]
-    InvalidUtf8,
-    /// A compressed message (RSV1 with permessage-deflate) whose payload is
-    /// not valid DEFLATE data. Closes with 1007 for text, 1002 for binary.
-    #[error("invalid compressed data in a {} message", if *.text { "text" } else { "binary" })]
-    InvalidCompressedData {
-        /// Whether the message was text.
-        text: bool,
-    },
-    /// A close frame with a code that may not be sent on the wire.
-    #[error("invalid close code {0}")]
-    InvalidCloseCode(u16),
-    /// A close frame whose reason is not UTF-8.
-    #[error("close reason is not UTF-8")]
-    InvalidCloseReason,
-    /// The caller tried to send a close frame with a code that may not
-    /// appear on the wire (RFC 6455 section 7.4.1: 1005, 1006, 1015, codes
-    /// below 1000, reserved 1004 and 1016-2999, 5000 and above). Nothing
-    /// was queued and the connection is still open; see
-    /// [`CloseCode::is_allowed_on_wire`].
-    #[error("close code {0} may not be sent on the wire")]
-    SendForbiddenCloseCode(u16),
 }
 
 impl ProtocolError {
-    /// The close code this violation fails the connection with: 1007 for
-    /// bad UTF-8, 1002 for other peer violations, `None` where no close
-    /// frame is sent (the stream ended, the caller misused the API, or the
-    /// opening handshake failed).
+    /// The close code this violation fails the connection with (1002),
+    /// `None` where no close frame is sent (the stream ended, the caller
+    /// misused the API, or the opening handshake failed).
     pub fn close_code(&self) -> Option<CloseCode> {
         match self {
-            ProtocolError::InvalidCompressedData { text: true } => Some(CloseCode::Invalid),
-            ProtocolError::InvalidUtf8 | ProtocolError::InvalidCloseReason => {
-                Some(CloseCode::Invalid)
-            }
             ProtocolError::NonZeroReservedBits
             | ProtocolError::UnmaskedFrameFromClient
             | ProtocolError::MaskedFrameFromServer
@@ -441,10 +606,7 @@ impl ProtocolError {
             | ProtocolError::UnexpectedContinueFrame
             | ProtocolError::ExpectedFragment(_)
             | ProtocolError::InvalidOpcode(_)
-            | ProtocolError::InvalidCloseSequence
-            | ProtocolError::InvalidPayloadLength
-            | ProtocolError::InvalidCompressedData { text: false }
-            | ProtocolError::InvalidCloseCode(_) => Some(CloseCode::Protocol),
+            | ProtocolError::InvalidCloseSequence => Some(CloseCode::Protocol),
             _ => None,
         }
     }
@@ -473,124 +635,85 @@ impl ProtocolError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SubProtocolError {
     /// The server chose a subprotocol although the client offered none.
-    #[error("the server sent a subprotocol but none was requested")]
+    #[error("Server sent a subprotocol but none was requested")]
     ServerSentSubProtocolNoneRequested,
     /// The server chose a subprotocol the client did not offer.
-    #[error("the server sent a subprotocol that was not offered")]
+    #[error("Server sent an invalid subprotocol")]
     InvalidSubProtocol,
     /// Kept so that code matching tungstenite's errors compiles; lockgate
     /// never returns it: a server may accept without a subprotocol (RFC
     /// 6455 section 4.2.2), and the connection then has none.
-    #[error("the server sent no subprotocol")]
+    #[error("Server sent no subprotocol")]
     NoSubProtocol,
 }
 
-/// A configured limit was exceeded. The connection fails with 1009 (1008
-/// for too many fragments or a rate limit).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
+/// A configured size limit was exceeded. The connection fails with 1009.
+/// (Too many fragments and the rate limits, which fail it with 1008, are
+/// [`Detail`]s.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CapacityError {
     /// An opening handshake head with more header fields than allowed
     /// ([`HandshakeLimits`](crate::handshake::HandshakeLimits)). A server
     /// answers 431.
-    #[error("too many headers")]
+    #[error("Too many headers")]
     TooManyHeaders,
     /// A message (the sum of its fragments, or its inflated size) over
-    /// `max_message_size`.
-    #[error("message too long: {size} > {max_size}")]
+    /// `max_message_size`, or a frame that announced a payload over
+    /// `max_frame_size` (nothing was allocated for it).
+    #[error("Message too long: {size} > {max_size}")]
     MessageTooLong {
-        /// The size reached when the limit was crossed.
+        /// The size reached when the limit was crossed (for a frame, its
+        /// announced length).
         size: usize,
         /// The configured limit.
         max_size: usize,
     },
-    /// A frame announced a payload over `max_frame_size`. Nothing was
-    /// allocated for it.
-    #[error("frame of {size} bytes exceeds the limit of {max_size}")]
-    FrameTooLarge {
-        /// The announced payload length.
-        size: u64,
-        /// The configured limit.
-        max_size: usize,
-    },
-    /// A message in more frames than `max_fragments` allows. Closes with
-    /// 1008 (policy): the size is fine, the framing is not.
-    #[error("message in more than {max} frames")]
-    TooManyFragments {
-        /// The configured limit.
-        max: usize,
-    },
-    /// The peer sent more messages than the connection's
-    /// [`RateLimit`](crate::RateLimit) allows, under
-    /// [`RatePolicy::Close`](crate::RatePolicy::Close). Closes with 1008
-    /// (policy). The message that overran the limit was dropped.
-    #[error("message rate exceeded: more than {per_second} per second (burst {burst})")]
-    MessageRateExceeded {
-        /// The configured rate.
-        per_second: u64,
-        /// The configured burst.
-        burst: u64,
-    },
-    /// The peer sent more payload bytes than the connection's
-    /// [`RateLimit`](crate::RateLimit) allows, under
-    /// [`RatePolicy::Close`](crate::RatePolicy::Close). Closes with 1008
-    /// (policy). The message that overran the limit was dropped.
-    #[error("byte rate exceeded: more than {per_second} bytes per second (burst {burst})")]
-    ByteRateExceeded {
-        /// The configured rate.
-        per_second: u64,
-        /// The configured burst.
-        burst: u64,
-    },
 }
 
 impl CapacityError {
-    /// [`CloseCode::Size`] (1009) for sizes, [`CloseCode::Policy`] (1008)
-    /// for [`CapacityError::TooManyFragments`] and the rate limits
-    /// ([`CapacityError::MessageRateExceeded`],
-    /// [`CapacityError::ByteRateExceeded`]), `None` for
+    /// [`CloseCode::Size`] (1009) for sizes, `None` for
     /// [`CapacityError::TooManyHeaders`] (the connection never opened).
     pub fn close_code(&self) -> Option<CloseCode> {
         match self {
             CapacityError::TooManyHeaders => None,
-            CapacityError::TooManyFragments { .. }
-            | CapacityError::MessageRateExceeded { .. }
-            | CapacityError::ByteRateExceeded { .. } => Some(CloseCode::Policy),
-            _ => Some(CloseCode::Size),
+            CapacityError::MessageTooLong { .. } => Some(CloseCode::Size),
         }
     }
 }
 
 /// Why a URL (or request) cannot be used for a WebSocket connection.
+/// (What else makes one unusable is [`Detail::InvalidUrl`].)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum UrlError {
     /// A `wss://` URL, and this build has no TLS: enable the `rustls-tls-*`
     /// or `native-tls` feature, or pass a [`Connector`](crate::Connector).
     #[error(
-        "wss:// needs TLS support: enable the `rustls-tls-webpki-roots`, `rustls-tls-native-roots` or `native-tls` feature"
+        "TLS support not compiled in: enable the `rustls-tls-webpki-roots`, `rustls-tls-native-roots` or `native-tls` feature"
     )]
     TlsFeatureNotEnabled,
     /// The URL has no host, and the request no `Host` header.
-    #[error("no host name in the URL")]
+    #[error("No host name in the URL")]
     NoHostName,
     /// No address of the host could be connected to.
-    #[error("unable to connect to {0}")]
+    #[error("Unable to connect to {0}")]
     UnableToConnect(String),
     /// A scheme other than `ws` or `wss`.
     #[error("URL scheme not supported (use ws:// or wss://)")]
     UnsupportedUrlScheme,
     /// The host name is empty.
-    #[error("URL contains an empty host name")]
+    #[error("URL contains empty host name")]
     EmptyHostName,
     /// The URL has no path or query.
-    #[error("no path or query in the URL")]
+    #[error("No path/query in URL")]
     NoPathOrQuery,
-    /// Anything else that makes the URL or request unusable (it does not
-    /// parse, it has a fragment or credentials, a proxy URL is wrong...):
-    /// the message says what.
-    #[error("{0}")]
-    Invalid(String),
+}
+
+impl UrlError {
+    /// The error for a URL unusable for a reason this enum has no variant
+    /// for ([`Detail::InvalidUrl`]).
+    pub(crate) fn invalid(message: String) -> Error {
+        Detail::InvalidUrl(message).into()
+    }
 }
 
 // The detail of a failed dial lives with the dial; the enums here carry it.
@@ -684,7 +807,7 @@ mod tests {
         let error = Error::Http(Box::new(refusal));
         assert_eq!(
             error.to_string(),
-            "the WebSocket upgrade was refused with 403 Forbidden: \
+            "HTTP error: 403 Forbidden (the WebSocket upgrade was refused): \
              <html> <h1>Forbidden</h1> </html>"
         );
         // The body reads as bytes, not as a list of numbers.
@@ -693,7 +816,7 @@ mod tests {
         let url = crate::upgrade::ClientUpgrade::new("ftp://example.com/").unwrap_err();
         assert_eq!(
             url.to_string(),
-            "invalid WebSocket URL: URL scheme not supported (use ws:// or wss://)"
+            "URL error: URL scheme not supported (use ws:// or wss://)"
         );
     }
 
@@ -720,11 +843,19 @@ mod tests {
     #[test]
     fn close_codes_follow_the_rfc() {
         let code = |e: ProtocolError| e.close_code();
-        assert_eq!(code(ProtocolError::InvalidUtf8), Some(CloseCode::Invalid));
         assert_eq!(
-            code(ProtocolError::InvalidCloseReason),
+            Error::peer_not_utf8("a text message").close_code(),
             Some(CloseCode::Invalid)
         );
+        assert_eq!(
+            Error::from(Detail::InvalidPayloadLength).close_code(),
+            Some(CloseCode::Protocol)
+        );
+        assert_eq!(
+            Error::from(Detail::TooManyFragments { max: 1 }).close_code(),
+            Some(CloseCode::Policy)
+        );
+        assert_eq!(Error::from(TimeoutKind::Close).close_code(), None);
         assert_eq!(
             code(ProtocolError::UnknownDataFrameType(3)),
             Some(CloseCode::Protocol)

@@ -68,7 +68,7 @@
 //!
 //! tokio-lockgate takes the same builders. Both sides give up on a
 //! handshake that takes longer than [`Config::handshake_timeout`] with
-//! [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)`, and a server answers
+//! a timeout ([`Error::timeout`] is `Some(TimeoutKind::Handshake)`), and a server answers
 //! a request that cannot be a WebSocket upgrade with an HTTP error at
 //! once. On a non-blocking stream the handshake returns
 //! [`HandshakeError::Interrupted`] and resumes from there.
@@ -82,8 +82,8 @@
 //! | [`Config`] | default | when it is crossed |
 //! |---|---|---|
 //! | `max_message_size` | 64 MiB | [`CapacityError::MessageTooLong`], close 1009 |
-//! | `max_frame_size` | 16 MiB | [`CapacityError::FrameTooLarge`], close 1009 |
-//! | `max_fragments` | 131,072 per message | [`CapacityError::TooManyFragments`], close 1008 |
+//! | `max_frame_size` | 16 MiB | [`CapacityError::MessageTooLong`] (as tungstenite), close 1009 |
+//! | `max_fragments` | 131,072 per message | [`Detail::TooManyFragments`], close 1008 |
 //! | `write_buffer_size` | 128 KiB | `write` starts writing (not flushing) |
 //! | `max_write_buffer_size` | 72 MiB | [`Error::WriteBufferFull`] hands the message back |
 //! | `read_buffer_size` | 8 KiB first read, adapting; nothing held while idle | |
@@ -129,7 +129,7 @@
 //!   of growing without limit;
 //! - keepalive and the deadlines above are on by default: a peer that
 //!   stays silent through a ping is dropped with
-//!   [`Error::Timeout`]; turn them off with `None`;
+//!   a timeout ([`Error::timeout`]); turn them off with `None`;
 //! - the pong answering lockgate's own keepalive ping is consumed, not
 //!   returned: every other pong is (the application's own pings', and
 //!   unsolicited ones);
@@ -137,10 +137,14 @@
 //!   (cross-site WebSocket hijacking); requests without `Origin` pass, and
 //!   [`ServerOptions::origin_policy`] allows more (see
 //!   [`handshake::OriginPolicy`]);
-//! - `get_config` returns the [`WebSocketConfig`] settings by value (the
-//!   whole configuration is [`WebSocket::config`]), and streams passed to
-//!   `accept`, `client` or `from_raw_socket` must be `'static` (owned),
-//!   which lets lockgate bound a `TcpStream`'s reads by its deadlines;
+//! - what lockgate reports beyond tungstenite's error variants (deadlines,
+//!   the opening handshake's reasons, rate limits, invalid compressed
+//!   data) is an [`Error::Io`] carrying a [`Detail`] ([`Error::detail`]):
+//!   the enums keep exactly tungstenite's variants and messages, so an
+//!   exhaustive `match` still compiles (see [`error`]);
+//! - streams passed to `accept`, `client` or `from_raw_socket` must be
+//!   `'static` (owned), which lets lockgate bound a `TcpStream`'s reads by
+//!   its deadlines;
 //! - [`WebSocketContext`] is sans-IO: its methods take and give bytes, not a
 //!   stream.
 
@@ -184,7 +188,9 @@ pub use config::{
     DEFAULT_PING_INTERVAL, DEFAULT_PING_TIMEOUT, Role,
 };
 pub use dial::Connector;
-pub use error::{CapacityError, Error, HandshakeFailure, ProtocolError, Result, TimeoutKind};
+pub use error::{
+    CapacityError, Detail, Error, HandshakeFailure, ProtocolError, Result, TimeoutKind,
+};
 pub use frame::CloseCode;
 pub use handshake::{ClientOptions, HandshakeError, ServerOptions};
 pub use http;

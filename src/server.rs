@@ -106,9 +106,9 @@ impl<C: Callback> ServerOptions<C> {
 ///
 /// # Errors
 ///
-/// [`HandshakeError::Failure`] with [`Error::Handshake`] or
+/// [`HandshakeError::Failure`] with a [`HandshakeFailure`](crate::HandshakeFailure) ([`Error::handshake_failure`](crate::Error::handshake_failure)) or
 /// [`Error::Protocol`] for a bad request (the matching HTTP error response
-/// has been written), [`Error::Timeout`] if the request did not arrive in
+/// has been written), a timeout ([`Error::timeout`]) if the request did not arrive in
 /// time, [`Error::Io`]; [`HandshakeError::Interrupted`] when a non-blocking
 /// stream would block. `?` turns it into an [`Error`].
 ///
@@ -179,7 +179,7 @@ pub fn accept_hdr_with_config<S: Read + Write + 'static, C: Callback>(
 ///
 /// # Errors
 ///
-/// [`Error::Handshake`] when the request is not a valid upgrade.
+/// a [`HandshakeFailure`](crate::HandshakeFailure) ([`Error::handshake_failure`](crate::Error::handshake_failure)) when the request is not a valid upgrade.
 pub fn create_response(request: &Request<()>) -> Result<Response<()>> {
     Ok(upgrade_response(request)?)
 }

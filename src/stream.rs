@@ -11,7 +11,7 @@ use std::net::TcpStream;
 
 use crate::dial::Connector;
 use crate::dial::tls::TlsSession;
-use crate::error::{Error, Result, TimeoutKind};
+use crate::error::{Result, TimeoutKind};
 
 /// Plain or TLS, as a URL's scheme says (see
 /// [`uri_mode`](crate::client::uri_mode)).
@@ -283,7 +283,7 @@ impl Connector {
         let timed = false;
         let mut blocked = || -> Result<()> {
             if timed {
-                return Err(Error::Timeout(TimeoutKind::Handshake));
+                return Err(TimeoutKind::Handshake.into());
             }
             Err(io::Error::new(
                 io::ErrorKind::WouldBlock,

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use lockgate::frame::OpCode;
 use lockgate::{
-    Buf, Bytes, CloseCode, CloseFrame, Config, Error, Message, Next, Operation, ProtocolError,
-    Role, WebSocket, WebSocketContext,
+    Buf, Bytes, CloseCode, CloseFrame, Config, Detail, Error, Message, Next, Operation,
+    ProtocolError, Role, WebSocket, WebSocketContext,
 };
 use support::{MockStream, ReadStep, WireFrame, frame, pair, parse_frames};
 
@@ -241,8 +241,8 @@ fn close_codes_forbidden_on_the_wire_are_refused_and_nothing_is_sent() {
             };
             assert!(
                 matches!(
-                    result,
-                    Err(Error::Protocol(ProtocolError::SendForbiddenCloseCode(c))) if c == code
+                    result.as_ref().err().and_then(|e| e.detail()),
+                    Some(Detail::SendForbiddenCloseCode(c)) if *c == code
                 ),
                 "{code}: {result:?}"
             );

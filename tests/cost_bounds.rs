@@ -16,8 +16,7 @@ use lockgate::deflate::DeflateParams;
 use lockgate::frame::OpCode;
 use lockgate::handshake::{Exchange, Proxy, Step};
 use lockgate::{
-    CapacityError, CloseCode, Config, Error, HandshakeFailure, Message, Role, WebSocket,
-    WebSocketContext,
+    CloseCode, Config, Detail, HandshakeFailure, Message, Role, WebSocket, WebSocketContext,
 };
 use support::{CountingAlloc, HeapUse, MockStream, ReadStep, frame, parse_frames, take_output};
 
@@ -178,9 +177,10 @@ fn peak_refused_by_proxy(body: &[u8]) -> (usize, String) {
     let mut tunnel = proxy.tunnel("example.com", 443, None, None);
     assert!(matches!(tunnel.poll(now), Step::Transmit(_)));
     tunnel.receive(&answer, now);
-    let Step::Done(Err(Error::Handshake(HandshakeFailure::ProxyRefused(refusal)))) =
-        tunnel.poll(now)
-    else {
+    let Step::Done(Err(error)) = tunnel.poll(now) else {
+        panic!("the 403 is a refusal");
+    };
+    let Ok(Detail::Handshake(HandshakeFailure::ProxyRefused(refusal))) = error.into_detail() else {
         panic!("the 403 is a refusal");
     };
     (heap.peak(), refusal.body)
@@ -483,8 +483,8 @@ fn a_message_in_too_many_frames_fails_with_1008() {
         };
         assert!(
             matches!(
-                error,
-                Error::Capacity(CapacityError::TooManyFragments { max: m }) if m == max
+                error.detail(),
+                Some(Detail::TooManyFragments { max: m }) if *m == max
             ),
             "{max}: {error:?}"
         );
@@ -558,7 +558,7 @@ fn compressed_writes_never_take_the_out_buffer_past_its_maximum() {
             };
             match server.write(msg.clone()) {
                 Ok(()) => accepted.push(msg),
-                Err(Error::WriteBufferFull(back)) => assert_eq!(*back, msg),
+                Err(lockgate::Error::WriteBufferFull(back)) => assert_eq!(*back, msg),
                 Err(e) => panic!("{e}"),
             }
             assert!(

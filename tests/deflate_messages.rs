@@ -229,8 +229,8 @@ fn invalid_compressed_data_closes_with_1007_for_text_and_1002_for_binary() {
         let err = ws.read().unwrap_err();
         assert!(
             matches!(
-                err,
-                Error::Protocol(ProtocolError::InvalidCompressedData { .. })
+                err.detail(),
+                Some(lockgate::Detail::InvalidCompressedData { .. })
             ),
             "{err:?}"
         );
@@ -257,7 +257,7 @@ fn compressed_text_that_inflates_to_bad_utf8_closes_with_1007() {
     server.feed(&wire);
     let err = server.next_message().unwrap_err();
     assert!(
-        matches!(err, Error::Protocol(ProtocolError::InvalidUtf8)),
+        matches!(err, Error::Utf8(_)) && err.close_code() == Some(lockgate::CloseCode::Invalid),
         "{err:?}"
     );
 }

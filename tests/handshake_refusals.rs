@@ -14,7 +14,7 @@ use lockgate::{ClientOptions, Error, ServerOptions, TimeoutKind};
 use support::{DEADLINE, deadline_config, silent_client};
 
 fn is_handshake_timeout(error: &Error) -> bool {
-    matches!(error, Error::Timeout(TimeoutKind::Handshake))
+    error.timeout() == Some(TimeoutKind::Handshake)
 }
 
 /// A stream lockgate cannot set a read timeout on: the deadline is checked

@@ -227,6 +227,99 @@ pub(crate) fn misc() {
     let _ctx = WebSocketContext::new(Role::Server, None);
     let _r = create_response(&lockgate::http::Request::builder().body(()).unwrap());
     let _ = TlsError::InvalidDnsName;
+    // The variant chosen for a condition, and its text, are tungstenite's.
+    let long = Error::Capacity(CapacityError::MessageTooLong {
+        size: 1025,
+        max_size: 1024,
+    });
+    assert_eq!(every_variant(&long), "MessageTooLong");
+    assert_eq!(
+        long.to_string(),
+        "Space limit exceeded: Message too long: 1025 > 1024"
+    );
+    assert_eq!(
+        Error::Protocol(ProtocolError::ResetWithoutClosingHandshake).to_string(),
+        "WebSocket protocol error: Connection reset without closing handshake"
+    );
+    assert_eq!(
+        Error::ConnectionClosed.to_string(),
+        "Connection closed normally"
+    );
+    let raw = raw(std::io::Cursor::new(Vec::new()));
+    assert_eq!(lent_config(&raw).max_message_size, Some(64 << 20));
+}
+
+/// Every variant, no wildcard: how tokio-tungstenite-wasm and other
+/// libraries map tungstenite's errors onto their own. It compiles only if
+/// the enums have exactly tungstenite's variants and are exhaustive.
+pub(crate) fn every_variant(e: &Error) -> &'static str {
+    match e {
+        Error::ConnectionClosed => "ConnectionClosed",
+        Error::AlreadyClosed => "AlreadyClosed",
+        Error::Io(_) => "Io",
+        Error::Tls(_) => "Tls",
+        Error::Capacity(c) => match c {
+            CapacityError::TooManyHeaders => "TooManyHeaders",
+            CapacityError::MessageTooLong { .. } => "MessageTooLong",
+        },
+        Error::Protocol(p) => match p {
+            ProtocolError::WrongHttpMethod => "WrongHttpMethod",
+            ProtocolError::WrongHttpVersion => "WrongHttpVersion",
+            ProtocolError::MissingConnectionUpgradeHeader => "MissingConnectionUpgradeHeader",
+            ProtocolError::MissingUpgradeWebSocketHeader => "MissingUpgradeWebSocketHeader",
+            ProtocolError::MissingSecWebSocketVersionHeader => "MissingSecWebSocketVersionHeader",
+            ProtocolError::MissingSecWebSocketKey => "MissingSecWebSocketKey",
+            ProtocolError::InvalidSecWebSocketKey => "InvalidSecWebSocketKey",
+            ProtocolError::SecWebSocketAcceptKeyMismatch => "SecWebSocketAcceptKeyMismatch",
+            ProtocolError::SecWebSocketSubProtocolError(s) => match s {
+                SubProtocolError::ServerSentSubProtocolNoneRequested => "NoneRequested",
+                SubProtocolError::InvalidSubProtocol => "InvalidSubProtocol",
+                SubProtocolError::NoSubProtocol => "NoSubProtocol",
+            },
+            ProtocolError::JunkAfterRequest => "JunkAfterRequest",
+            ProtocolError::CustomResponseSuccessful => "CustomResponseSuccessful",
+            ProtocolError::InvalidHeader(_) => "InvalidHeader",
+            ProtocolError::HandshakeIncomplete => "HandshakeIncomplete",
+            ProtocolError::HttparseError(_) => "HttparseError",
+            ProtocolError::SendAfterClosing => "SendAfterClosing",
+            ProtocolError::ReceivedAfterClosing => "ReceivedAfterClosing",
+            ProtocolError::NonZeroReservedBits => "NonZeroReservedBits",
+            ProtocolError::UnmaskedFrameFromClient => "UnmaskedFrameFromClient",
+            ProtocolError::MaskedFrameFromServer => "MaskedFrameFromServer",
+            ProtocolError::FragmentedControlFrame => "FragmentedControlFrame",
+            ProtocolError::ControlFrameTooBig => "ControlFrameTooBig",
+            ProtocolError::UnknownControlFrameType(_) => "UnknownControlFrameType",
+            ProtocolError::UnknownDataFrameType(_) => "UnknownDataFrameType",
+            ProtocolError::UnexpectedContinueFrame => "UnexpectedContinueFrame",
+            ProtocolError::ExpectedFragment(_) => "ExpectedFragment",
+            ProtocolError::ResetWithoutClosingHandshake => "ResetWithoutClosingHandshake",
+            ProtocolError::InvalidOpcode(_) => "InvalidOpcode",
+            ProtocolError::InvalidCloseSequence => "InvalidCloseSequence",
+        },
+        Error::WriteBufferFull(_) => "WriteBufferFull",
+        Error::Utf8(_) => "Utf8",
+        Error::AttackAttempt => "AttackAttempt",
+        Error::Url(u) => match u {
+            UrlError::TlsFeatureNotEnabled => "TlsFeatureNotEnabled",
+            UrlError::NoHostName => "NoHostName",
+            UrlError::UnableToConnect(_) => "UnableToConnect",
+            UrlError::UnsupportedUrlScheme => "UnsupportedUrlScheme",
+            UrlError::EmptyHostName => "EmptyHostName",
+            UrlError::NoPathOrQuery => "NoPathOrQuery",
+        },
+        Error::Http(_) => "Http",
+        Error::HttpFormat(_) => "HttpFormat",
+    }
+}
+
+/// tungstenite lends its configuration; frameworks hand the reference on.
+pub(crate) fn lent_config<S>(ws: &WebSocket<S>) -> &WebSocketConfig {
+    ws.get_config()
+}
+
+/// The same from tokio-tungstenite's stream.
+pub(crate) fn lent_async_config<S>(ws: &WebSocketStream<S>) -> &WebSocketConfig {
+    ws.get_config()
 }
 
 pub(crate) fn raw<S: Read + Write + 'static>(s: S) -> WebSocket<S> {

@@ -14,8 +14,8 @@
 use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
-use lockgate::ProtocolError;
 use lockgate::frame::{FrameHeader, HeaderParse, MAX_HEADER_LEN, OpCode};
+use lockgate::{Detail, ProtocolError};
 
 /// The header length the first two bytes announce.
 fn needed(data: &[u8]) -> usize {
@@ -29,7 +29,7 @@ fn needed(data: &[u8]) -> usize {
 
 /// The skin's `parse` against the core's `decode`: the same header and
 /// length, the cursor past the header, or unmoved on a partial header.
-fn check_skin_parse(data: &[u8], decoded: &Result<HeaderParse, ProtocolError>) {
+fn check_skin_parse(data: &[u8], decoded: &Result<HeaderParse, lockgate::Error>) {
     let mut cursor = Cursor::new(data);
     let parsed = FrameHeader::parse(&mut cursor);
     match (decoded, parsed) {
@@ -63,11 +63,14 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(n, needed(data));
             assert!(n <= data.len() && n <= MAX_HEADER_LEN);
             assert_eq!(
-                FrameHeader::decode(&data[..n]),
-                Ok(HeaderParse::Complete(header, n))
+                FrameHeader::decode(&data[..n]).ok(),
+                Some(HeaderParse::Complete(header, n))
             );
             for k in 0..n {
-                assert_eq!(FrameHeader::decode(&data[..k]), Ok(HeaderParse::Partial));
+                assert_eq!(
+                    FrameHeader::decode(&data[..k]).ok(),
+                    Some(HeaderParse::Partial)
+                );
             }
             assert!(header.payload_len >> 63 == 0);
             assert_eq!(header.opcode.as_u8(), data[0] & 0x0F);
@@ -76,8 +79,8 @@ fuzz_target!(|data: &[u8]| {
             let m = header.encode(&mut encoded);
             assert_eq!(m, header.encoded_len());
             assert_eq!(
-                FrameHeader::decode(&encoded[..m]),
-                Ok(HeaderParse::Complete(header, m))
+                FrameHeader::decode(&encoded[..m]).ok(),
+                Some(HeaderParse::Complete(header, m))
             );
             let shortest = match data[1] & 0x7F {
                 126 => header.payload_len >= 126,
@@ -90,13 +93,13 @@ fuzz_target!(|data: &[u8]| {
                 assert!(m < n);
             }
         }
-        Err(
+        Err(lockgate::Error::Protocol(
             ProtocolError::UnknownDataFrameType(op) | ProtocolError::UnknownControlFrameType(op),
-        ) => {
+        )) => {
             assert_eq!(op, data[0] & 0x0F);
             assert!(OpCode::from_u8(op).is_none());
         }
-        Err(ProtocolError::InvalidPayloadLength) => {
+        Err(error) if matches!(error.detail(), Some(Detail::InvalidPayloadLength)) => {
             assert!(OpCode::from_u8(data[0] & 0x0F).is_some());
             assert!(data[1] & 0x7F == 127 && data[2] & 0x80 != 0);
             assert!(data.len() >= needed(data));

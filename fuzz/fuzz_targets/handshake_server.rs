@@ -39,7 +39,10 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(done.response.status(), 101);
                 break;
             }
-            Err(error @ (Error::Handshake(_) | Error::Protocol(_) | Error::Capacity(_))) => {
+            Err(error)
+                if error.handshake_failure().is_some()
+                    || matches!(error, Error::Protocol(_) | Error::Capacity(_)) =>
+            {
                 finished = true;
                 assert!(error_response_bytes(&error).starts_with(b"HTTP/1.1 "));
                 break;

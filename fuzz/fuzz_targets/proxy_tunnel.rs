@@ -51,13 +51,15 @@ fuzz_target!(|data: &[u8]| {
             let end = head_end(&stream[..fed]).expect("a head was found");
             assert_eq!(end, fed, "bytes after the proxy's answer were accepted");
         }
-        Some(Err(Error::Handshake(HandshakeFailure::ProxyRefused(refusal)))) => {
-            assert!(!refusal.status.is_success());
-            assert!(refusal.body.chars().count() <= 121, "{}", refusal.body);
-            assert!(!refusal.body.contains(['\r', '\n']));
-        }
-        Some(Err(Error::Handshake(_))) => {}
-        Some(Err(other)) => panic!("unexpected {other:?}"),
+        Some(Err(error)) => match error.handshake_failure() {
+            Some(HandshakeFailure::ProxyRefused(refusal)) => {
+                assert!(!refusal.status.is_success());
+                assert!(refusal.body.chars().count() <= 121, "{}", refusal.body);
+                assert!(!refusal.body.contains(['\r', '\n']));
+            }
+            Some(_) => {}
+            None => panic!("unexpected {error:?}"),
+        },
     }
     if finished {
         assert!(matches!(

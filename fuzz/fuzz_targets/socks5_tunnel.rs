@@ -23,7 +23,7 @@ mod target {
     use lockgate::dial::{Socks5Reason, Socks5Target, Socks5Tunnel};
     use lockgate::fuzz_api::socks5_tunnel;
     use lockgate::handshake::{Exchange, Step};
-    use lockgate::{Error, HandshakeFailure, ProtocolError};
+    use lockgate::{Detail, Error, HandshakeFailure, ProtocolError};
     use lockgate_fuzz::{HeapWatch, Knobs, Shape};
 
     const PROXY: &str = "127.0.0.1:1080";
@@ -150,9 +150,9 @@ mod target {
     }
 
     fn outcome(setup: &Setup, result: Result<(), Error>) -> Outcome {
-        match result {
+        match result.map_err(Error::into_detail) {
             Ok(()) => Outcome::Open,
-            Err(Error::Handshake(HandshakeFailure::Socks5Refused(refusal))) => {
+            Err(Ok(Detail::Handshake(HandshakeFailure::Socks5Refused(refusal)))) => {
                 assert_eq!(refusal.proxy, PROXY);
                 let credentials = setup.credentials.is_some();
                 match refusal.reason {
@@ -171,8 +171,8 @@ mod target {
                 }
                 Outcome::Refused(refusal.reason)
             }
-            Err(Error::Handshake(HandshakeFailure::BadProxyAnswer(why))) => Outcome::Bad(why),
-            Err(Error::Protocol(ProtocolError::HandshakeIncomplete)) => Outcome::Incomplete,
+            Err(Ok(Detail::Handshake(HandshakeFailure::BadProxyAnswer(why)))) => Outcome::Bad(why),
+            Err(Err(Error::Protocol(ProtocolError::HandshakeIncomplete))) => Outcome::Incomplete,
             Err(other) => panic!("unexpected {other:?}"),
         }
     }

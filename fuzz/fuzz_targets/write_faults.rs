@@ -198,14 +198,6 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(*back, msg, "WriteBufferFull changed the message");
                 refused.push_back(*back);
             }
-            Err(Error::WriteBufferFullPrepared(back)) => {
-                assert_eq!(
-                    back.message(),
-                    &msg,
-                    "WriteBufferFullPrepared changed the message"
-                );
-                refused.push_back(msg);
-            }
             Err(Error::Capacity(CapacityError::MessageTooLong { size, max_size })) => {
                 assert!(size > max_size && max_size == max_write);
             }

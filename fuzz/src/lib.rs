@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use lockgate::{
-    Buf, CapacityError, Config, Error, Message, Next, Operation, RateLimit, RatePolicy, Role,
+    Buf, Config, Detail, Error, Message, Next, Operation, RateLimit, RatePolicy, Role,
     WebSocketContext,
 };
 
@@ -1135,16 +1135,16 @@ impl VirtualTime {
     /// The read failed with `error`: checks a rate limit's errors.
     fn failed(&mut self, error: &Error) {
         self.row.clear();
-        let (unit, per_second, burst) = match error {
-            Error::Capacity(CapacityError::MessageRateExceeded { per_second, burst }) => {
+        if let Some(kind) = error.timeout() {
+            panic!("timeout {kind:?}: the peer was never silent for long, nor was a close pending");
+        }
+        let (unit, per_second, burst) = match error.detail() {
+            Some(Detail::MessageRateExceeded { per_second, burst }) => {
                 (Unit::Messages, *per_second, *burst)
             }
-            Error::Capacity(CapacityError::ByteRateExceeded { per_second, burst }) => {
+            Some(Detail::ByteRateExceeded { per_second, burst }) => {
                 (Unit::Bytes, *per_second, *burst)
             }
-            Error::Timeout(kind) => panic!(
-                "timeout {kind:?}: the peer was never silent for long, nor was a close pending"
-            ),
             _ => return,
         };
         let limit = self
@@ -1360,11 +1360,8 @@ pub fn run_context_stats(data: &[u8], role: Role, deflate: bool) -> ContextRun {
                         }
                     }
                     if matches!(
-                        error,
-                        Error::Capacity(
-                            CapacityError::MessageRateExceeded { .. }
-                                | CapacityError::ByteRateExceeded { .. }
-                        )
+                        error.detail(),
+                        Some(Detail::MessageRateExceeded { .. } | Detail::ByteRateExceeded { .. })
                     ) {
                         assert_eq!(error.close_code().map(u16::from), Some(1008));
                         assert_eq!(

@@ -6,7 +6,7 @@ use std::ops::Range;
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::codec::read_sizing::{MAX_ADAPTIVE_READ, MAX_READ_STEP};
-use crate::error::ProtocolError;
+use crate::error::Error;
 use crate::frame::{
     FUSED_CHECK_MAX, FrameHeader, HeaderParse, OpCode, apply_mask, apply_mask_at,
     unmask_and_check_ascii,
@@ -99,7 +99,7 @@ pub(crate) struct InFrames {
 /// header is well formed.
 pub(crate) trait FrameCheck {
     /// What stops decoding; a malformed header converts into it.
-    type Error: From<ProtocolError>;
+    type Error: From<Error>;
 
     /// A new frame's header, before any of its payload is consumed or room
     /// is reserved for it: the announced length is still only the peer's
@@ -356,19 +356,20 @@ impl InFrames {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::error::ProtocolError;
     use crate::frame::{MAX_HEADER_LEN, OpCode};
 
     /// A check that accepts every frame.
     pub(in crate::codec) struct AcceptAll;
 
     impl FrameCheck for AcceptAll {
-        type Error = ProtocolError;
+        type Error = Error;
 
-        fn header(&mut self, _: &FrameHeader) -> Result<(), ProtocolError> {
+        fn header(&mut self, _: &FrameHeader) -> Result<(), Error> {
             Ok(())
         }
 
-        fn payload(&mut self, _: &FrameHeader, _: &[u8], _: bool) -> Result<(), ProtocolError> {
+        fn payload(&mut self, _: &FrameHeader, _: &[u8], _: bool) -> Result<(), Error> {
             Ok(())
         }
     }
@@ -384,22 +385,17 @@ pub(super) mod tests {
     }
 
     impl FrameCheck for Recorder {
-        type Error = ProtocolError;
+        type Error = Error;
 
-        fn header(&mut self, header: &FrameHeader) -> Result<(), ProtocolError> {
+        fn header(&mut self, header: &FrameHeader) -> Result<(), Error> {
             self.headers += 1;
             if header.payload_len > self.max {
-                return Err(ProtocolError::ControlFrameTooBig);
+                return Err(ProtocolError::ControlFrameTooBig.into());
             }
             Ok(())
         }
 
-        fn payload(
-            &mut self,
-            _: &FrameHeader,
-            bytes: &[u8],
-            ascii: bool,
-        ) -> Result<(), ProtocolError> {
+        fn payload(&mut self, _: &FrameHeader, bytes: &[u8], ascii: bool) -> Result<(), Error> {
             self.payload.extend_from_slice(bytes);
             self.ascii.push(ascii);
             Ok(())

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::route::{DialStep, Route};
 use super::tls::Connector;
 use super::tunnel::Tunnel;
-use crate::error::{Error, Result, TimeoutKind};
+use crate::error::{Error, Result, TimeoutKind, carries_detail};
 
 /// The steps of one attempt of a dial up to the opening handshake, walked
 /// in order: first the TCP connection to [`first_hop`](Self::first_hop),
@@ -158,7 +158,8 @@ impl<'d> Attempt<'d> {
     /// `result`'s error, [`Error::Io`] with the hop named.
     pub fn handle_connect<S>(&self, result: Result<S>) -> Result<S> {
         result.map_err(|error| match error {
-            Error::Io(error) => self.route.connect_error(error),
+            // A lockgate detail (a deadline) says what it is already.
+            Error::Io(error) if !carries_detail(&error) => self.route.connect_error(error),
             other => other,
         })
     }
@@ -176,7 +177,9 @@ impl<'d> Attempt<'d> {
                 self.resolved = Some(address);
                 Ok(())
             }
-            Err(Error::Io(error)) => Err(self.route.resolve_error(error)),
+            Err(Error::Io(error)) if !carries_detail(&error) => {
+                Err(self.route.resolve_error(error))
+            }
             Err(other) => Err(other),
         }
     }
@@ -199,13 +202,13 @@ pub fn first_address(mut addresses: impl Iterator<Item = SocketAddr>) -> io::Res
 ///
 /// # Errors
 ///
-/// [`Error::Timeout`] at or past the deadline.
+/// a timeout ([`Error::timeout`](crate::Error::timeout)) at or past the deadline.
 pub(crate) fn time_left(deadline: Option<Instant>, now: Instant) -> Result<Option<Duration>> {
     match deadline {
         None => Ok(None),
         Some(deadline) => match deadline.checked_duration_since(now) {
             Some(left) if !left.is_zero() => Ok(Some(left)),
-            _ => Err(Error::Timeout(TimeoutKind::Handshake)),
+            _ => Err(TimeoutKind::Handshake.into()),
         },
     }
 }
@@ -267,10 +270,10 @@ mod tests {
             error.to_string().contains("resolving example.com:80"),
             "{error}"
         );
-        let timeout = Error::Timeout(TimeoutKind::Handshake);
+        let timeout = crate::Error::from(TimeoutKind::Handshake);
         assert!(matches!(
             attempt.handle_connect::<()>(Err(timeout)),
-            Err(Error::Timeout(_))
+            Err(error) if error.timeout().is_some()
         ));
     }
 
@@ -283,7 +286,7 @@ mod tests {
         for later in [now, now + second] {
             assert!(matches!(
                 time_left(Some(now), later),
-                Err(Error::Timeout(TimeoutKind::Handshake))
+                Err(ref e) if e.timeout() == Some(TimeoutKind::Handshake)
             ));
         }
     }

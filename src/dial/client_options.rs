@@ -161,7 +161,7 @@ impl ClientOptions {
     /// the environment.
     pub fn route(&self, uri: &http::Uri) -> Result<Route> {
         let bad = |why: &str| -> crate::error::Error {
-            crate::error::UrlError::Invalid(format!("{uri}: {why}")).into()
+            crate::error::UrlError::invalid(format!("{uri}: {why}"))
         };
         let secure = match uri.scheme_str() {
             Some(s) if s.eq_ignore_ascii_case("ws") => false,

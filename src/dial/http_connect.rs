@@ -167,7 +167,7 @@ impl Exchange for ProxyTunnel {
 }
 
 fn bad_url(message: String) -> Error {
-    UrlError::Invalid(message).into()
+    UrlError::invalid(message)
 }
 
 #[cfg(test)]
@@ -179,7 +179,7 @@ mod tests {
 
     use super::*;
     use crate::dial::Proxy;
-    use crate::error::TimeoutKind;
+    use crate::error::{Detail, TimeoutKind};
 
     fn tunnel(proxy: &Proxy, host: &str, port: u16, deadline: Option<Instant>) -> ProxyTunnel {
         match proxy.tunnel(host, port, None, deadline) {
@@ -249,8 +249,8 @@ mod tests {
     #[test]
     fn refusals_and_bad_answers() {
         let proxy = Proxy::http("proxy:1").unwrap();
-        let refused = |answer: &[u8]| match run(&proxy, &[answer]).1 {
-            Err(Error::Handshake(HandshakeFailure::ProxyRefused(refusal))) => *refusal,
+        let refused = |answer: &[u8]| match run(&proxy, &[answer]).1.map_err(Error::into_detail) {
+            Err(Ok(Detail::Handshake(HandshakeFailure::ProxyRefused(refusal)))) => *refusal,
             other => panic!("{other:?}"),
         };
         let auth = refused(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n");
@@ -290,7 +290,7 @@ mod tests {
         tunnel.handle_timeout(start + Duration::from_secs(1));
         assert!(matches!(
             tunnel.poll(start),
-            Step::Done(Err(Error::Timeout(TimeoutKind::Handshake)))
+            Step::Done(Err(ref e)) if e.timeout() == Some(TimeoutKind::Handshake)
         ));
     }
 

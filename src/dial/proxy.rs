@@ -481,7 +481,7 @@ fn percent_decode(text: &str) -> Option<String> {
 }
 
 fn bad_url(message: String) -> Error {
-    UrlError::Invalid(message).into()
+    UrlError::invalid(message)
 }
 
 /// `url` with any password replaced, for error messages.

@@ -224,13 +224,13 @@ mod tests {
         assert!(
             direct
                 .to_string()
-                .starts_with("i/o error: connecting to example.com:443: ")
+                .starts_with("IO error: connecting to example.com:443: ")
         );
         let socks = route(Some("socks5h://[::1]:9"), true).connect_error(refused());
         assert!(
-            socks.to_string().starts_with(
-                "i/o error: connecting to socks5h proxy [::1]:9 for example.com:443: "
-            ),
+            socks
+                .to_string()
+                .starts_with("IO error: connecting to socks5h proxy [::1]:9 for example.com:443: "),
             "{socks}"
         );
     }

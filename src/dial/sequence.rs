@@ -24,7 +24,7 @@ use crate::upgrade::{ClientUpgrade, HandshakeDriver, IntoClientRequest};
 /// after the `now` the dial was made with, bounds all of it: every step of
 /// every attempt, redirects included. A driver does each step within
 /// what is left of [`deadline`](Self::deadline) and reports
-/// [`Error::Timeout`](crate::Error::Timeout) when it passes.
+/// a timeout ([`Error::timeout`](crate::Error::timeout)) when it passes.
 ///
 /// A redirect to another origin (scheme, host or port) drops the
 /// `Authorization`, `Cookie` and `Proxy-Authorization` headers: the
@@ -193,7 +193,7 @@ fn copy_of(request: &Request<()>) -> Request<()> {
 fn redirected(mut request: Request<()>, location: &HeaderValue) -> Result<Request<()>> {
     let location = location
         .to_str()
-        .map_err(|_| UrlError::Invalid("the redirect's Location is not text".to_owned()))?;
+        .map_err(|_| UrlError::invalid("the redirect's Location is not text".to_owned()))?;
     let target: Uri = location.parse()?;
     let target = if target.scheme().is_some() {
         target

@@ -135,7 +135,7 @@ struct Message {
 ///   SOCKS5 (a wrong version, a method not offered, an unknown address
 ///   type, a non-zero reserved byte, bytes after its reply);
 /// - [`ProtocolError::HandshakeIncomplete`]: the connection ended first;
-/// - [`Error::Timeout`] at the deadline, as for any exchange;
+/// - a timeout ([`Error::timeout`](crate::Error::timeout)) at the deadline, as for any exchange;
 /// - [`Error::Url`] before anything is sent, when a user name, password
 ///   or domain name does not fit its one length byte.
 pub struct Socks5Tunnel {
@@ -224,8 +224,8 @@ impl Socks5Tunnel {
                 tunnel.progress = Progress::new(vec![VERSION, 1, method], deadline);
             }
             Err(why) => {
-                let invalid = UrlError::Invalid(format!("SOCKS5 proxy {}: {why}", tunnel.proxy));
-                tunnel.progress.finish(Err(invalid.into()), Vec::new());
+                let invalid = UrlError::invalid(format!("SOCKS5 proxy {}: {why}", tunnel.proxy));
+                tunnel.progress.finish(Err(invalid), Vec::new());
             }
         }
         tunnel
@@ -522,7 +522,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::error::TimeoutKind;
+    use crate::error::{Detail, TimeoutKind};
 
     const PROXY: &str = "127.0.0.1:1080";
     const USER: &str = "alice";
@@ -571,8 +571,8 @@ mod tests {
     }
 
     fn refusal(result: Result<()>) -> Socks5Refusal {
-        match result {
-            Err(Error::Handshake(HandshakeFailure::Socks5Refused(refusal))) => *refusal,
+        match result.map_err(Error::into_detail) {
+            Err(Ok(Detail::Handshake(HandshakeFailure::Socks5Refused(refusal)))) => *refusal,
             other => panic!("expected a refusal, got {other:?}"),
         }
     }
@@ -848,11 +848,12 @@ mod tests {
                 bytes.push(std::slice::from_ref(last));
             }
             for reads in [vec![answer], bytes] {
-                match run(tunnel(credentials.clone(), domain()), &reads).1 {
-                    Err(Error::Handshake(HandshakeFailure::BadProxyAnswer(why))) => {
-                        assert_eq!(why, what, "{answer:?}");
+                let result = run(tunnel(credentials.clone(), domain()), &reads).1;
+                match result.as_ref().err().and_then(|e| e.handshake_failure()) {
+                    Some(HandshakeFailure::BadProxyAnswer(why)) => {
+                        assert_eq!(*why, what, "{answer:?}");
                     }
-                    other => panic!("{answer:?}: {other:?}"),
+                    _ => panic!("{answer:?}: {result:?}"),
                 }
             }
         }
@@ -901,7 +902,10 @@ mod tests {
             let mut tunnel = tunnel(credentials, target);
             assert!(tunnel.request_bytes().is_empty());
             match tunnel.poll(Instant::now()) {
-                Step::Done(Err(Error::Url(UrlError::Invalid(message)))) => {
+                Step::Done(Err(error)) if matches!(error.detail(), Some(Detail::InvalidUrl(_))) => {
+                    let Some(Detail::InvalidUrl(message)) = error.detail() else {
+                        unreachable!()
+                    };
                     assert!(
                         message.starts_with("SOCKS5 proxy 127.0.0.1:1080: "),
                         "{message}"
@@ -952,7 +956,7 @@ mod tests {
             assert!(
                 matches!(
                     tunnel.poll(deadline),
-                    Step::Done(Err(Error::Timeout(TimeoutKind::Handshake)))
+                    Step::Done(Err(ref e)) if e.timeout() == Some(TimeoutKind::Handshake)
                 ),
                 "{how}"
             );
@@ -961,7 +965,7 @@ mod tests {
         let mut tunnel = Socks5Tunnel::new(PROXY.to_owned(), None, v4(), Some(deadline));
         assert!(matches!(
             tunnel.poll(deadline),
-            Step::Done(Err(Error::Timeout(TimeoutKind::Handshake)))
+            Step::Done(Err(ref e)) if e.timeout() == Some(TimeoutKind::Handshake)
         ));
     }
 
@@ -1008,8 +1012,8 @@ mod tests {
         let answer = [&[5, 0][..], REPLY_V4, &[0; 64 << 10]].concat();
         let (_, result) = run(tunnel(None, v4()), &[&answer]);
         assert!(matches!(
-            result,
-            Err(Error::Handshake(HandshakeFailure::BadProxyAnswer(why))) if why.contains("after its reply")
+            result.as_ref().err().and_then(|e| e.handshake_failure()),
+            Some(HandshakeFailure::BadProxyAnswer(why)) if why.contains("after its reply")
         ));
         // Nothing in it grows with what arrives, and the longest message
         // (262 bytes) is not carried: its address is only counted.

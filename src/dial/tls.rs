@@ -99,12 +99,11 @@ impl Connector {
     /// `https://` proxy) with [`Connector::Plain`], which cannot: every
     /// driver reports this same [`Error::Url`].
     pub fn plain_cannot_secure() -> Error {
-        UrlError::Invalid(
+        UrlError::invalid(
             "a wss:// URL with Connector::Plain: use a ws:// URL for a plain connection, \
              or a TLS connector"
                 .to_owned(),
         )
-        .into()
     }
 
     /// The connector `wss://` uses when none is given: native-tls's
@@ -268,7 +267,7 @@ mod rustls_default {
         feature = "rustls-tls-native-roots"
     )))]
     fn roots() -> Result<rustls::RootCertStore> {
-        Err(crate::error::UrlError::Invalid(
+        Err(crate::error::UrlError::invalid(
             "wss:// without a Connector needs root certificates: enable the \
              `rustls-tls-webpki-roots` or `rustls-tls-native-roots` feature, or pass \
              `Connector::Rustls` with your own rustls `ClientConfig`"

@@ -1,6 +1,6 @@
 //! Frame headers (RFC 6455 section 5.2): parsing and encoding.
 
-use crate::error::ProtocolError;
+use crate::error::{Detail, Error, ProtocolError};
 use crate::frame::OpCode;
 
 /// The longest header: 2 fixed bytes, 8 bytes of length, 4 bytes of mask.
@@ -88,7 +88,7 @@ impl FrameHeader {
     /// A reserved opcode, or a 64-bit length with its most significant bit
     /// set (RFC 6455: "the most significant bit MUST be 0").
     #[inline]
-    pub fn decode(input: &[u8]) -> Result<HeaderParse, ProtocolError> {
+    pub fn decode(input: &[u8]) -> Result<HeaderParse, Error> {
         let Some(&first) = input.first() else {
             return Ok(HeaderParse::Partial);
         };
@@ -114,7 +114,7 @@ impl FrameHeader {
             None => {
                 let len = u64::from_be_bytes(input[2..10].try_into().expect("8 length bytes"));
                 if len >> 63 != 0 {
-                    return Err(ProtocolError::InvalidPayloadLength);
+                    return Err(Detail::InvalidPayloadLength.into());
                 }
                 len
             }
@@ -224,13 +224,13 @@ mod tests {
         let n = header.encode(&mut buf);
         assert_eq!(n, header.encoded_len());
         assert_eq!(
-            FrameHeader::decode(&buf[..n]),
-            Ok(HeaderParse::Complete(header, n))
+            FrameHeader::decode(&buf[..n]).ok(),
+            Some(HeaderParse::Complete(header, n))
         );
         for cut in 0..n {
             assert_eq!(
-                FrameHeader::decode(&buf[..cut]),
-                Ok(HeaderParse::Partial),
+                FrameHeader::decode(&buf[..cut]).ok(),
+                Some(HeaderParse::Partial),
                 "cut at {cut}"
             );
         }
@@ -271,9 +271,10 @@ mod tests {
     #[test]
     fn rejects_length_with_most_significant_bit() {
         let mut buf = [0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 0];
-        assert_eq!(
-            FrameHeader::decode(&buf),
-            Err(ProtocolError::InvalidPayloadLength)
+        let error = FrameHeader::decode(&buf).unwrap_err();
+        assert!(
+            matches!(error.detail(), Some(Detail::InvalidPayloadLength)),
+            "{error:?}"
         );
         buf[2] = 0x7F;
         assert!(matches!(
@@ -285,10 +286,10 @@ mod tests {
     #[test]
     fn rejects_reserved_opcodes_from_the_first_byte() {
         for op in [3u8, 7, 11, 15] {
-            assert_eq!(
+            assert!(matches!(
                 FrameHeader::decode(&[0x80 | op]),
-                Err(ProtocolError::reserved_opcode(op))
-            );
+                Err(Error::Protocol(e)) if e == ProtocolError::reserved_opcode(op)
+            ));
         }
     }
 

@@ -35,7 +35,7 @@ pub mod names {
     /// that ended a connection or a handshake.
     pub const TIMEOUTS: &str = "lockgate_timeouts_total";
     /// Counter: writes refused because the out buffer was full
-    /// (`Error::WriteBufferFull`, `Error::WriteBufferFullPrepared`).
+    /// (`Error::WriteBufferFull`).
     pub const WRITE_BUFFER_FULL: &str = "lockgate_write_buffer_full_total";
     /// Counter, label `action` (`throttled`, `closed`): rate-limit actions.
     pub const RATE_LIMIT_ACTIONS: &str = "lockgate_rate_limit_actions_total";

@@ -237,8 +237,13 @@ impl HandshakeReason {
             Role::Server => HandshakeReason::BadRequest,
             Role::Client => HandshakeReason::BadResponse,
         };
+        if let Some(failure) = error.handshake_failure() {
+            return Self::of_failure(failure);
+        }
+        if error.timeout().is_some() {
+            return HandshakeReason::Timeout;
+        }
         match error {
-            Error::Handshake(failure) => Self::of_failure(failure),
             Error::Http(_) => HandshakeReason::Refused,
             Error::Protocol(error) => match error {
                 ProtocolError::MissingSecWebSocketVersionHeader => HandshakeReason::Version,
@@ -259,7 +264,6 @@ impl HandshakeReason {
             },
             Error::Capacity(CapacityError::TooManyHeaders) => HandshakeReason::TooLarge,
             Error::Utf8(_) => bad_head,
-            Error::Timeout(_) => HandshakeReason::Timeout,
             Error::Io(_) => HandshakeReason::Io,
             Error::Tls(_) => HandshakeReason::Tls,
             Error::Url(_) => HandshakeReason::Url,
@@ -293,8 +297,8 @@ pub(crate) fn handshake_failed(role: Role, error: &Error) {
     #[cfg(feature = "metrics")]
     {
         counters::handshake_failed(reason);
-        if let Error::Timeout(kind) = error {
-            counters::timeout(*kind);
+        if let Some(kind) = error.timeout() {
+            counters::timeout(kind);
         }
     }
     #[cfg(feature = "tracing")]

@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::error::ProtocolError;
+use crate::error::{Detail, Error, ProtocolError};
 use crate::frame::CloseCode;
 use crate::message::CloseFrame;
 use crate::utf8_bytes::Utf8Bytes;
@@ -12,18 +12,18 @@ pub(crate) const MAX_REASON_LEN: usize = 123;
 
 /// Decodes a received close payload: empty, or a valid code plus a UTF-8
 /// reason.
-pub(crate) fn parse_close(payload: Bytes) -> Result<Option<CloseFrame>, ProtocolError> {
+pub(crate) fn parse_close(payload: Bytes) -> Result<Option<CloseFrame>, Error> {
     match payload.len() {
         0 => Ok(None),
-        1 => Err(ProtocolError::InvalidCloseSequence),
+        1 => Err(ProtocolError::InvalidCloseSequence.into()),
         _ => {
             let raw = u16::from_be_bytes([payload[0], payload[1]]);
             let code = CloseCode::from(raw);
             if !code.is_allowed_on_wire() {
-                return Err(ProtocolError::InvalidCloseCode(raw));
+                return Err(Detail::InvalidCloseCode(raw).into());
             }
             let reason = Utf8Bytes::try_from(payload.slice(2..))
-                .map_err(|_| ProtocolError::InvalidCloseReason)?;
+                .map_err(|_| Error::peer_not_utf8("a close reason"))?;
             Ok(Some(CloseFrame { code, reason }))
         }
     }
@@ -53,20 +53,23 @@ mod tests {
     #[test]
     fn round_trips_and_validates() {
         let frame = CloseFrame::new(CloseCode::Normal, "bye");
-        assert_eq!(parse_close(encode_close(Some(&frame))), Ok(Some(frame)));
-        assert_eq!(parse_close(Bytes::new()), Ok(None));
         assert_eq!(
+            parse_close(encode_close(Some(&frame))).ok(),
+            Some(Some(frame))
+        );
+        assert_eq!(parse_close(Bytes::new()).ok(), Some(None));
+        assert!(matches!(
             parse_close(Bytes::from_static(&[3])),
-            Err(ProtocolError::InvalidCloseSequence)
+            Err(Error::Protocol(ProtocolError::InvalidCloseSequence))
+        ));
+        let error = parse_close(Bytes::from_static(&[3, 0xE7])).unwrap_err();
+        assert!(
+            matches!(error.detail(), Some(Detail::InvalidCloseCode(999))),
+            "{error:?}"
         );
-        assert_eq!(
-            parse_close(Bytes::from_static(&[3, 0xE7])),
-            Err(ProtocolError::InvalidCloseCode(999))
-        );
-        assert_eq!(
-            parse_close(Bytes::from_static(&[3, 0xE8, 0xFF])),
-            Err(ProtocolError::InvalidCloseReason)
-        );
+        let error = parse_close(Bytes::from_static(&[3, 0xE8, 0xFF])).unwrap_err();
+        assert!(matches!(error, Error::Utf8(_)), "{error:?}");
+        assert_eq!(error.close_code(), Some(CloseCode::Invalid));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::config::Role;
 use crate::deflate::{DeflateConfig, DeflateParams};
 use crate::error::Error;
 #[cfg(feature = "deflate")]
-use crate::error::{CapacityError, ProtocolError};
+use crate::error::{CapacityError, Detail};
 use crate::prepared::CompressionKey;
 
 /// Compression state of a connection that negotiated permessage-deflate.
@@ -158,7 +158,7 @@ impl Compression {
                     max_size: max,
                 }
                 .into(),
-                InflateError::Invalid => ProtocolError::InvalidCompressedData { text }.into(),
+                InflateError::Invalid => Detail::InvalidCompressedData { text }.into(),
             })
     }
 }

@@ -262,8 +262,8 @@ mod tests {
         let linger = read_to_the_end(&mut ctx, t0, 100, None);
         assert!(
             matches!(
-                linger.error,
-                Error::Capacity(CapacityError::MessageRateExceeded { .. })
+                linger.error.detail(),
+                Some(crate::error::Detail::MessageRateExceeded { .. })
             ),
             "{linger:?}"
         );
@@ -360,7 +360,7 @@ mod tests {
         ctx.handle_timeout(t0 + 2 * SECOND);
         let linger = read_to_the_end(&mut ctx, t0 + 2 * SECOND, 100, None);
         assert!(
-            matches!(linger.error, Error::Timeout(TimeoutKind::Keepalive)),
+            linger.error.timeout() == Some(TimeoutKind::Keepalive),
             "{linger:?}"
         );
         assert_eq!(close_code(&linger.written[0]), Some(1011));

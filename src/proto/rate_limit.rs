@@ -25,8 +25,8 @@
 //!   Owed pongs and close replies still go out.
 //! - **Close** ([`RatePolicy::Close`]): the message that does not fit is
 //!   dropped and fails the connection with
-//!   [`CapacityError::MessageRateExceeded`] or
-//!   [`CapacityError::ByteRateExceeded`], close code 1008 (policy).
+//!   [`Detail::MessageRateExceeded`] or
+//!   [`Detail::ByteRateExceeded`], close code 1008 (policy).
 //! - **A message larger than the byte burst** fits once the bucket is
 //!   full, and leaves it in debt for the excess. It is not refused (bounding
 //!   sizes is `max_message_size`'s job), it cannot wait forever, and the
@@ -71,7 +71,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{CapacityError, Error};
+use crate::error::{Detail, Error};
 use crate::message::Message;
 #[cfg(doc)]
 use crate::proto::seam::Next;
@@ -147,8 +147,8 @@ pub enum RatePolicy {
     Throttle,
     /// Fail the connection on the first message that does not fit: it is
     /// not returned; `read` fails with
-    /// [`CapacityError::MessageRateExceeded`](crate::CapacityError::MessageRateExceeded)
-    /// or [`ByteRateExceeded`](crate::CapacityError::ByteRateExceeded)
+    /// [`Detail::MessageRateExceeded`](crate::Detail::MessageRateExceeded)
+    /// or [`ByteRateExceeded`](crate::Detail::ByteRateExceeded)
     /// and a close frame with 1008 (policy) is sent. For peers that have
     /// no business sending that fast; a burst is all the slack they get.
     Close,
@@ -512,8 +512,8 @@ impl RateLimiter {
         // enum field would lend `Error` a niche, which changed the code
         // generated for every read (measured: 0.8% more instructions).
         match unit {
-            RateUnit::Messages => CapacityError::MessageRateExceeded { per_second, burst },
-            RateUnit::Bytes => CapacityError::ByteRateExceeded { per_second, burst },
+            RateUnit::Messages => Detail::MessageRateExceeded { per_second, burst },
+            RateUnit::Bytes => Detail::ByteRateExceeded { per_second, burst },
         }
         .into()
     }
@@ -793,8 +793,8 @@ mod tests {
         let error = seen.error.expect("closed");
         assert!(
             matches!(
-                error,
-                Error::Capacity(CapacityError::MessageRateExceeded {
+                error.detail(),
+                Some(crate::error::Detail::MessageRateExceeded {
                     per_second: 10,
                     burst: 10,
                 })
@@ -804,7 +804,7 @@ mod tests {
         assert_eq!(error.close_code(), Some(CloseCode::Policy));
         assert_eq!(
             error.to_string(),
-            "capacity exceeded: message rate exceeded: more than 10 per second (burst 10)"
+            "IO error: message rate exceeded: more than 10 per second (burst 10)"
         );
         // The burst and the rate: eleven messages in the first 100 ms (ten
         // plus 100 ms' worth); the twelfth, at 110 ms, was 90 ms early.
@@ -846,7 +846,7 @@ mod tests {
         // Once the backlog is read the peer is silent (it answers no
         // ping): only then is it pinged, and given up a second later.
         assert!(
-            matches!(seen.error, Some(Error::Timeout(TimeoutKind::Keepalive))),
+            matches!(seen.error, Some(ref e) if e.timeout() == Some(TimeoutKind::Keepalive)),
             "{:?}",
             seen.error
         );

@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 use crate::codec::OutBuffer;
 use crate::config::Role;
 use crate::config::Settings;
-use crate::error::{CapacityError, Error, ProtocolError, Result};
+use crate::error::{CapacityError, Detail, Error, ProtocolError, Result};
 use crate::frame::MAX_CONTROL_PAYLOAD;
 use crate::frame::{Control, Frame};
 use crate::frame::{FrameHeader, MAX_HEADER_LEN, OpCode, apply_mask, encoded_header_len, mask_key};
@@ -102,10 +102,7 @@ impl<'a> Sending<'a> {
         match msg.message() {
             Message::Close(frame) => return self.close(frame.clone()),
             Message::Frame(frame) => {
-                return self.write_raw(frame.clone()).map_err(|error| match error {
-                    Error::WriteBufferFull(_) => Error::WriteBufferFullPrepared(msg.clone()),
-                    other => other,
-                });
+                return self.write_raw(frame.clone());
             }
             _ => {}
         }
@@ -118,7 +115,7 @@ impl<'a> Sending<'a> {
         let Some(compression) = compression else {
             if !self.has_room_for(len)? {
                 self.lifecycle.observe_write_buffer_full();
-                return Err(Error::WriteBufferFullPrepared(msg.clone()));
+                return Err(refused_prepared(msg));
             }
             match self.role {
                 Role::Server => self.output.push_encoded(msg.frame()),
@@ -131,7 +128,7 @@ impl<'a> Sending<'a> {
             // history, so it compresses the message itself.
             if !self.has_room_for(compression::compressed_bound(len))? {
                 self.lifecycle.observe_write_buffer_full();
-                return Err(Error::WriteBufferFullPrepared(msg.clone()));
+                return Err(refused_prepared(msg));
             }
             let compression = self.negotiated.compression_mut().expect("checked above");
             let payload = compression.compress(msg.payload());
@@ -144,7 +141,7 @@ impl<'a> Sending<'a> {
         let header_len = unmasked_header_len(&frame);
         if !self.has_room_for(frame.len() - header_len)? {
             self.lifecycle.observe_write_buffer_full();
-            return Err(Error::WriteBufferFullPrepared(msg.clone()));
+            return Err(refused_prepared(msg));
         }
         match self.role {
             Role::Server => self.output.push_encoded(&frame),
@@ -238,7 +235,7 @@ impl<'a> Sending<'a> {
         // fails the connection on those and on unassigned ranges.
         if let Some(code) = frame.as_ref().map(|f| f.code) {
             if !code.is_allowed_on_wire() {
-                return Err(ProtocolError::SendForbiddenCloseCode(code.into()).into());
+                return Err(Detail::SendForbiddenCloseCode(code.into()).into());
             }
         }
         match self.lifecycle.state() {
@@ -393,4 +390,11 @@ fn rebuild_message(opcode: OpCode, payload: Bytes) -> Message {
         OpCode::Pong => Message::Pong(payload),
         _ => Message::Binary(payload),
     }
+}
+
+/// A full buffer's answer to a prepared message: the message it was
+/// prepared from, as `write` hands back its own (a clone that shares the
+/// payload's bytes).
+fn refused_prepared(msg: &PreparedMessage) -> Error {
+    Error::WriteBufferFull(Box::new(msg.message().clone()))
 }

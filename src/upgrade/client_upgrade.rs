@@ -127,7 +127,7 @@ impl IntoClientRequest for &url::Url {
 }
 
 fn bad_url(message: String) -> Error {
-    UrlError::Invalid(message).into()
+    UrlError::invalid(message)
 }
 
 /// Checks `request` and adds the handshake headers it lacks.
@@ -411,7 +411,7 @@ impl ClientUpgrade {
     ///
     /// # Errors
     ///
-    /// All are [`Error::Handshake`]:
+    /// All are a [`HandshakeFailure`](crate::HandshakeFailure) ([`Error::handshake_failure`](crate::Error::handshake_failure)):
     ///
     /// - [`HandshakeFailure::HeadTooLarge`]: the head exceeds a
     ///   [`handshake_limits`](Self::handshake_limits) limit (by default 64
@@ -626,6 +626,7 @@ pub(super) fn check_extensions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Detail;
 
     fn handshake() -> ClientUpgrade {
         let request = Request::builder()
@@ -646,8 +647,8 @@ mod tests {
     }
 
     fn bad_response(result: Result<Option<ClientUpgradeDone>>) -> &'static str {
-        match result {
-            Err(Error::Handshake(HandshakeFailure::BadResponse(message))) => message,
+        match result.map_err(Error::into_detail) {
+            Err(Ok(Detail::Handshake(HandshakeFailure::BadResponse(message)))) => message,
             other => panic!("expected BadResponse, got {other:?}"),
         }
     }
@@ -687,6 +688,7 @@ mod tests {
         ] {
             match url.into_client_request() {
                 Err(Error::Url(_)) => {}
+                Err(error) if matches!(error.detail(), Some(Detail::InvalidUrl(_))) => {}
                 other => panic!("{url}: {other:?}"),
             }
         }
@@ -821,7 +823,8 @@ mod tests {
         let http10 = OK.replace("HTTP/1.1", "HTTP/1.0");
         let result = handshake().receive(format!("{http10}\r\n").as_bytes());
         assert!(
-            matches!(&result, Err(Error::Handshake(HandshakeFailure::NotHttp(arrived)))
+            matches!(result.as_ref().err().and_then(|e| e.handshake_failure()),
+                Some(HandshakeFailure::NotHttp(arrived))
                 if arrived == "HTTP/1.0 101 Switching Protocols"),
             "{result:?}"
         );

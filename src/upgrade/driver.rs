@@ -69,7 +69,7 @@ use crate::proto::WebSocketContext;
 /// its answer at once, not at the deadline. The deadline is
 /// [`Config::handshake_timeout`] after the `now` the driver was made with;
 /// once `now` reaches it, the handshake fails with
-/// [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)` unless it had already
+/// a timeout ([`Error::timeout`](crate::Error::timeout) is `Some(TimeoutKind::Handshake)`) unless it had already
 /// failed otherwise. After `Done`, `poll` returns
 /// `Done(Err(Error::AlreadyClosed))` and inputs are ignored.
 ///
@@ -111,9 +111,8 @@ use crate::proto::WebSocketContext;
 /// let mut server = HandshakeDriver::server(ServerUpgrade::new(NoCallback), config, start);
 /// assert!(matches!(server.poll(start), Step::Receive { .. }));
 /// server.handle_timeout(start + Duration::from_secs(5));
-/// let Step::Done(Err(Error::Timeout(TimeoutKind::Handshake))) = server.poll(start) else {
-///     panic!()
-/// };
+/// let Step::Done(Err(error)) = server.poll(start) else { panic!() };
+/// assert_eq!(error.timeout(), Some(TimeoutKind::Handshake));
 /// # Ok::<(), lockgate::Error>(())
 /// ```
 pub struct HandshakeDriver<H> {
@@ -315,7 +314,7 @@ impl<H> HandshakeDriver<H> {
     /// Tells the handshake that time has come to `now`, for a driver whose
     /// wait (a read, or a write) was cut short by the deadline. At or past
     /// the deadline, a handshake that has not failed yet fails with
-    /// [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)`, and bytes still
+    /// a timeout ([`Error::timeout`](crate::Error::timeout) is `Some(TimeoutKind::Handshake)`), and bytes still
     /// to send are dropped; before it, nothing changes.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.progress.handle_timeout(now);
@@ -336,13 +335,11 @@ impl<H> HandshakeDriver<H> {
 /// Whether a server's handshake failed on the request (which the client
 /// is then told about) rather than on the connection.
 fn refused_request(error: &Error) -> bool {
-    matches!(
-        error,
-        Error::Handshake(_)
-            | Error::Http(_)
-            | Error::Protocol(_)
-            | Error::Capacity(CapacityError::TooManyHeaders)
-    )
+    error.handshake_failure().is_some()
+        || matches!(
+            error,
+            Error::Http(_) | Error::Protocol(_) | Error::Capacity(CapacityError::TooManyHeaders)
+        )
 }
 
 impl<H: fmt::Debug> fmt::Debug for HandshakeDriver<H> {
@@ -416,7 +413,7 @@ mod tests {
     }
 
     fn is_handshake_timeout(error: &Error) -> bool {
-        matches!(error, Error::Timeout(TimeoutKind::Handshake))
+        error.timeout() == Some(TimeoutKind::Handshake)
     }
 
     #[test]
@@ -523,7 +520,9 @@ mod tests {
             // Even a failed write leaves the handshake's own error.
             server.transmit_failed(Error::AlreadyClosed);
             assert!(
-                matches!(failure(server.poll(at(start, 2))), Error::Handshake(_)),
+                failure(server.poll(at(start, 2)))
+                    .handshake_failure()
+                    .is_some(),
                 "{input:?}"
             );
         }
@@ -536,8 +535,8 @@ mod tests {
         let _request = transmitted(client.poll(start));
         client.receive(b"HTTP/1.0 200 OK\r\n", at(start, 1));
         assert!(matches!(
-            failure(client.poll(at(start, 1))),
-            Error::Handshake(crate::error::HandshakeFailure::NotHttp(_))
+            failure(client.poll(at(start, 1))).handshake_failure(),
+            Some(crate::error::HandshakeFailure::NotHttp(_))
         ));
     }
 

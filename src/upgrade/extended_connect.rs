@@ -271,7 +271,7 @@ impl ExtendedConnect {
 }
 
 fn bad_url(message: String) -> Error {
-    UrlError::Invalid(message).into()
+    UrlError::invalid(message)
 }
 
 #[cfg(test)]

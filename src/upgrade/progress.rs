@@ -112,7 +112,7 @@ impl<T> Progress<T> {
         }
         if matches!(self.state, State::Reading | State::Finishing(Ok(_))) {
             self.out.clear();
-            self.state = State::Finishing(Err(Error::Timeout(TimeoutKind::Handshake)));
+            self.state = State::Finishing(Err(TimeoutKind::Handshake.into()));
         }
     }
 

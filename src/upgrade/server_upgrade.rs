@@ -141,7 +141,7 @@ impl Callback for NoCallback {
 ///    [`done.leftover`](ServerUpgradeDone::leftover) holds bytes that
 ///    arrived after the request head (the client's first frames): hand them
 ///    to the frame reader before reading anything else.
-/// 3. On `Err(Error::Handshake(e))`: write [`error_response_bytes(&e)`]
+/// 3. On an `Err(e)`: write [`error_response_bytes(&e)`]
 ///    (it carries the status of [`HandshakeFailure::status`]), flush and close
 ///    the connection.
 ///
@@ -275,7 +275,7 @@ impl<C: Callback> ServerUpgrade<C> {
     ///     Origin: https://app.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
     ///     Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
     /// let refused = ServerUpgrade::new(NoCallback).receive(request).unwrap_err();
-    /// assert!(matches!(refused, Error::Handshake(HandshakeFailure::OriginRefused { .. })));
+    /// assert!(matches!(refused.handshake_failure(), Some(HandshakeFailure::OriginRefused { .. })));
     ///
     /// let policy = OriginPolicy::allow(["https://*.example.com"]).unwrap();
     /// let mut handshake = ServerUpgrade::new(NoCallback).origin_policy(policy);
@@ -303,7 +303,7 @@ impl<C: Callback> ServerUpgrade<C> {
     ///     Sec-WebSocket-Version: 13\r\n\r\n";
     /// let limits = HandshakeLimits::default().max_headers(4);
     /// let refused = ServerUpgrade::new(NoCallback).handshake_limits(limits).receive(request);
-    /// assert!(matches!(refused, Err(Error::Handshake(HandshakeFailure::HeadTooLarge))));
+    /// assert!(matches!(refused.as_ref().err().and_then(|e| e.handshake_failure()), Some(HandshakeFailure::HeadTooLarge)));
     /// ```
     pub fn handshake_limits(mut self, limits: HandshakeLimits) -> Self {
         self.reader = HeadReader::request().with_limits(limits);
@@ -316,7 +316,7 @@ impl<C: Callback> ServerUpgrade<C> {
     ///
     /// # Errors
     ///
-    /// All are [`Error::Handshake`]; [`HandshakeFailure::status`] gives the
+    /// All are a [`HandshakeFailure`](crate::HandshakeFailure) ([`Error::handshake_failure`](crate::Error::handshake_failure)); [`HandshakeFailure::status`] gives the
     /// status to answer with and [`error_response_bytes`] the whole answer.
     ///
     /// - [`HandshakeFailure::HeadTooLarge`] (431): the head exceeds a
@@ -812,7 +812,8 @@ fn text_response(status: StatusCode, error: &dyn fmt::Display) -> Response<Strin
 /// - [`Error::Http`], a [`Callback`]'s refusal: that response as given,
 ///   without its `Connection`, `Content-Length` and `Transfer-Encoding`
 ///   (set here), and with 500 instead of a 1xx status;
-/// - [`Error::Handshake`]: as [`HandshakeFailure::to_response`] says;
+/// - a [`HandshakeFailure`] ([`Error::handshake_failure`]): as
+///   [`HandshakeFailure::to_response`] says;
 /// - [`CapacityError::TooManyHeaders`](crate::CapacityError::TooManyHeaders):
 ///   431; any other error: 400.
 ///
@@ -824,7 +825,7 @@ fn text_response(status: StatusCode, error: &dyn fmt::Display) -> Response<Strin
 /// use lockgate::{Error, HandshakeFailure};
 /// use lockgate::handshake::error_response_bytes;
 ///
-/// let error = Error::Handshake(HandshakeFailure::UnsupportedVersion);
+/// let error = Error::from(HandshakeFailure::UnsupportedVersion);
 /// let text = String::from_utf8(error_response_bytes(&error)).unwrap();
 /// assert!(text.starts_with("HTTP/1.1 426 Upgrade Required\r\n"));
 /// assert!(text.contains("\r\nSec-WebSocket-Version: 13\r\n"));
@@ -844,7 +845,8 @@ pub fn error_response_bytes(error: &Error) -> Vec<u8> {
             let (parts, body) = response.into_parts();
             (parts.status, parts.headers, body.into_bytes())
         }
-        Error::Handshake(failure) => {
+        other if other.handshake_failure().is_some() => {
+            let failure = other.handshake_failure().expect("checked by the guard");
             let (parts, body) = failure.to_response(Version::HTTP_11).into_parts();
             (parts.status, parts.headers, body.into_bytes())
         }
@@ -860,8 +862,8 @@ pub fn error_response_bytes(error: &Error) -> Vec<u8> {
         }
     };
     if matches!(
-        error,
-        Error::Handshake(HandshakeFailure::UnsupportedVersion)
+        error.handshake_failure(),
+        Some(HandshakeFailure::UnsupportedVersion)
     ) {
         headers.insert(CONNECTION, HeaderValue::from_static("Upgrade, close"));
     } else {
@@ -937,8 +939,8 @@ mod tests {
     }
 
     fn failure(result: Result<Option<ServerUpgradeDone>>) -> HandshakeFailure {
-        match result {
-            Err(Error::Handshake(error)) => error,
+        match result.map_err(Error::into_detail) {
+            Err(Ok(crate::error::Detail::Handshake(error))) => error,
             other => panic!("expected a handshake error, got {other:?}"),
         }
     }

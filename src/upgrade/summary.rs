@@ -3,10 +3,10 @@
 //! imports nothing of the crate, so `error.rs` can use it for
 //! [`Error::Http`](crate::Error::Http)'s message without a circle.
 
-/// "the WebSocket upgrade was refused with 403 Forbidden: <body>".
+/// "HTTP error: 403 Forbidden (the WebSocket upgrade was refused): <body>".
 pub(crate) fn refused_upgrade(response: &http::Response<Option<Vec<u8>>>) -> String {
     let mut message = format!(
-        "the WebSocket upgrade was refused with {}",
+        "HTTP error: {} (the WebSocket upgrade was refused)",
         response.status()
     );
     if let Some(body) = response.body().as_deref().filter(|body| !body.is_empty()) {

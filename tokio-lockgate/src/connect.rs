@@ -33,8 +33,8 @@ use crate::tls::{MaybeTlsStream, wrap_stream};
 ///
 /// # Errors
 ///
-/// [`Error::Handshake`] or [`Error::Protocol`] for a bad request (the
-/// matching HTTP error response was written), [`Error::Timeout`] if the
+/// a [`HandshakeFailure`](lockgate::HandshakeFailure) ([`Error::handshake_failure`]) or [`Error::Protocol`] for a bad request (the
+/// matching HTTP error response was written), a timeout ([`Error::timeout`]) if the
 /// request did not arrive in time, [`Error::Io`].
 ///
 /// # Examples
@@ -161,7 +161,7 @@ where
 /// # Errors
 ///
 /// [`Error::Url`] for a bad URL, [`Error::Http`] for a refusal,
-/// [`Error::Handshake`] for a bad response, [`Error::Timeout`] if the
+/// a [`HandshakeFailure`](lockgate::HandshakeFailure) ([`Error::handshake_failure`]) for a bad response, a timeout ([`Error::timeout`]) if the
 /// response did not arrive in time, [`Error::Io`].
 pub async fn client_async<R, S>(request: R, stream: S) -> Result<(WebSocketStream<S>, Response)>
 where
@@ -256,7 +256,7 @@ where
         wrap_stream(stream, mode, &host, connector),
     )
     .await
-    .ok_or(Error::Timeout(TimeoutKind::Handshake))??;
+    .ok_or(Error::from(TimeoutKind::Handshake))??;
     finish_client(stream, handshake).await
 }
 
@@ -271,7 +271,7 @@ where
 ///
 /// [`Error::Url`] for an unusable URL (or `wss://` without a TLS feature),
 /// [`Error::Io`] for resolution and connection failures, [`Error::Tls`],
-/// [`Error::Timeout`] when the deadline passes, and the errors of
+/// a timeout ([`Error::timeout`]) when the deadline passes, and the errors of
 /// [`client_async`].
 ///
 /// # Examples

@@ -193,7 +193,7 @@ fn is_graceful_reset(error: &io::Error) -> bool {
 /// [`Error::Io`], [`Error::Tls`], the proxy's refusals, [`Error::Http`] for
 /// a refusal (a status other than 2xx over HTTP/2, other than 101 over
 /// HTTP/1.1), [`HandshakeFailure::BadResponse`](lockgate::HandshakeFailure::BadResponse),
-/// and [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)` when the deadline
+/// and a timeout ([`Error::timeout`] is `Some(TimeoutKind::Handshake)`) when the deadline
 /// passes, whichever step it catches. Once the server has enabled
 /// extended CONNECT there is no fallback: a failure of the HTTP/2
 /// connection is [`Error::Io`]. [`Error::Url`] too when the second
@@ -275,7 +275,7 @@ pub async fn connect_async_h2(
     });
     until(deadline, dial)
         .await
-        .ok_or(Error::Timeout(TimeoutKind::Handshake))?
+        .ok_or(Error::from(TimeoutKind::Handshake))?
 }
 
 /// The steps of `route` this dial shares with `connect_async`'s: all
@@ -348,7 +348,7 @@ fn chose_h2(stream: &MaybeTlsStream<TcpStream>) -> bool {
 /// The error for a server that chose `h2` again, on the connection meant
 /// for HTTP/1.1: a native-tls connector of the caller's that offers it.
 fn h2_only() -> Error {
-    lockgate::error::UrlError::Invalid(
+    lockgate::error::Detail::InvalidUrl(
         "the server chose HTTP/2 (ALPN h2) without extended CONNECT (RFC 8441), and the \
          TLS connector offers h2 on every connection: give connect_async_h2 a connector \
          without ALPN h2, or use connect_async_with"

@@ -55,7 +55,7 @@
 //! The handshake, and for `connect_async*` the TCP connection and TLS
 //! with it, must finish within [`Config::handshake_timeout`] (30 s by
 //! default), else it fails with
-//! [`Error::Timeout`]`(`[`TimeoutKind::Handshake`]`)`; a server answers a
+//! a timeout ([`Error::timeout`] is `Some(TimeoutKind::Handshake)`); a server answers a
 //! request that cannot be a WebSocket upgrade with an HTTP error at once.
 //!
 //! # The write/flush contract, defaults and limits
@@ -118,8 +118,11 @@
 //!   half owes (a pong, a close reply) and the close state cross.
 //! - `send` and `flush` work with or without `SinkExt` imported (see
 //!   [`WebSocketStream`]); `write` queues without flushing.
-//! - `connect_async*` return `lockgate::handshake::client::Response`, as
-//!   before; [`WebSocketStream::get_config`] returns the settings by value.
+//! - `connect_async*` return `lockgate::handshake::client::Response`, and
+//!   [`WebSocketStream::get_config`] lends the settings, as before.
+//! - [`WebSocketReadHalf`] and [`WebSocketWriteHalf`] carry no bound on the
+//!   stream in their types (the impls have them), so a struct holding one
+//!   needs no `where` clause.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

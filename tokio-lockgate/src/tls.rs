@@ -345,15 +345,16 @@ async fn start<T: AsyncRead + AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockgate::Error;
-    use lockgate::error::UrlError;
+    use lockgate::error::Detail;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     fn bad_url_message(result: Result<MaybeTlsStream<tokio::io::DuplexStream>>) -> String {
         match result {
-            Err(Error::Url(UrlError::Invalid(message))) => message,
-            Err(other) => panic!("expected Error::Url, got {other:?}"),
-            Ok(stream) => panic!("expected Error::Url, got {stream:?}"),
+            Err(error) => match error.detail() {
+                Some(Detail::InvalidUrl(message)) => message.clone(),
+                _ => panic!("expected Detail::InvalidUrl, got {error:?}"),
+            },
+            Ok(stream) => panic!("expected Detail::InvalidUrl, got {stream:?}"),
         }
     }
 
@@ -401,7 +402,12 @@ mod tests {
         let (client, _server) = tokio::io::duplex(64);
         let result = wrap_stream(client, Mode::Tls, "example.com", None).await;
         assert!(
-            matches!(result, Err(Error::Url(UrlError::TlsFeatureNotEnabled))),
+            matches!(
+                result,
+                Err(lockgate::Error::Url(
+                    lockgate::error::UrlError::TlsFeatureNotEnabled
+                ))
+            ),
             "{result:?}"
         );
     }
@@ -416,7 +422,9 @@ mod tests {
         assert!(
             matches!(
                 result,
-                Err(Error::Tls(lockgate::error::TlsError::InvalidDnsName))
+                Err(lockgate::Error::Tls(
+                    lockgate::error::TlsError::InvalidDnsName
+                ))
             ),
             "{result:?}"
         );

@@ -67,7 +67,7 @@ async fn a_split_read_half_fails_on_a_silent_peer_while_the_write_half_idles() {
     let result = timeout(HANG, reader.read()).await;
     let took = start.elapsed();
     match result {
-        Ok(Err(Error::Timeout(TimeoutKind::Keepalive))) => {}
+        Ok(Err(ref e)) if e.timeout() == Some(TimeoutKind::Keepalive) => {}
         other => panic!("{other:?} after {took:?} (simulated)"),
     }
     // Simulated time: the interval to the ping, the timeout after it.
@@ -93,7 +93,7 @@ async fn a_silent_peer_fails_at_exactly_interval_plus_timeout_on_a_paused_clock(
     let real = std::time::Instant::now();
     let result = ws.read().await;
     assert!(
-        matches!(result, Err(Error::Timeout(TimeoutKind::Keepalive))),
+        result.as_ref().err().and_then(|e| e.timeout()) == Some(TimeoutKind::Keepalive),
         "{result:?}"
     );
     assert_eq!(start.elapsed(), interval + ping_timeout, "simulated");

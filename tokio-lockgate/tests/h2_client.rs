@@ -35,8 +35,6 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tokio_lockgate::http::{Request, Response, StatusCode, Version};
 use tokio_lockgate::lockgate::dial::rustls::{self, ClientConfig, RootCertStore};
-#[cfg(feature = "native-tls")]
-use tokio_lockgate::lockgate::error::UrlError;
 use tokio_lockgate::upgrade::connect_async_h2;
 use tokio_lockgate::upgrade::{DialedStream, UpgradeSettings, accept_response, accepted};
 use tokio_lockgate::{
@@ -380,8 +378,11 @@ async fn a_callers_native_tls_connector_is_used_as_given() {
 
     let server = Server::start(H2_WITHOUT_WEBSOCKETS, &identity).await;
     let result = dial(&server.url(H2_WITHOUT_WEBSOCKETS), options()).await;
-    let Err(Error::Url(UrlError::Invalid(message))) = result else {
+    let Err(error) = result else {
         panic!("{:?}", result.map(|(ws, _)| ws.get_ref().is_http2()));
+    };
+    let Some(lockgate::Detail::InvalidUrl(message)) = error.detail() else {
+        panic!("{error:?}");
     };
     assert!(
         message.contains("offers h2 on every connection"),
@@ -491,7 +492,7 @@ async fn silent_servers_time_out_at_every_step() {
         // own hang guard). When it falls is asserted on a paused clock in
         // tests/deadlines.rs and the core's unit tests.
         assert!(
-            matches!(result, Err(Error::Timeout(TimeoutKind::Handshake))),
+            result.as_ref().err().and_then(|e| e.timeout()) == Some(TimeoutKind::Handshake),
             "{silence:?}: {:?}",
             result.map(|(ws, _)| ws.get_ref().is_http2())
         );

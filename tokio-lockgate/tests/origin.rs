@@ -88,8 +88,8 @@ async fn outcome(server: JoinHandle<tokio_lockgate::Result<()>>) -> tokio_lockga
 
 fn is_origin_refused(result: &tokio_lockgate::Result<()>) -> bool {
     matches!(
-        result,
-        Err(Error::Handshake(HandshakeFailure::OriginRefused { .. }))
+        result.as_ref().err().and_then(|e| e.handshake_failure()),
+        Some(HandshakeFailure::OriginRefused { .. })
     )
 }
 

@@ -27,7 +27,7 @@ use crate::runtime::Connect;
 ///
 /// [`Error::Url`] for an unusable URL (or `wss://` without TLS),
 /// [`Error::Io`] for resolution and connection failures (naming the
-/// server, or the proxy), [`Error::Tls`], [`Error::Timeout`] when the
+/// server, or the proxy), [`Error::Tls`], a timeout ([`Error::timeout`]) when the
 /// deadline passes,
 /// [`HandshakeFailure::ProxyRefused`](lockgate::HandshakeFailure::ProxyRefused)
 /// when the proxy does not open the tunnel, and the handshake's errors
@@ -130,5 +130,5 @@ async fn walk<R: Connect>(mut attempt: Attempt<'_>, nodelay: bool) -> Result<R::
     });
     until::<R, _>(deadline, connection)
         .await
-        .ok_or(Error::Timeout(TimeoutKind::Handshake))?
+        .ok_or(Error::from(TimeoutKind::Handshake))?
 }

@@ -33,11 +33,11 @@ use crate::runtime::{Runtime, Transport};
 ///
 /// # Errors
 ///
-/// [`Error::Handshake`](lockgate::Error::Handshake) or
+/// a [`HandshakeFailure`](lockgate::HandshakeFailure) ([`Error::handshake_failure`](lockgate::Error::handshake_failure)) or
 /// [`Error::Protocol`](lockgate::Error::Protocol) for a bad request (the
 /// matching HTTP error response was written), a refusal by the callback or
 /// the Origin policy as [`Error::Http`](lockgate::Error::Http),
-/// [`Error::Timeout`](lockgate::Error::Timeout) if the request did not
+/// a timeout ([`Error::timeout`](lockgate::Error::timeout)) if the request did not
 /// arrive in time, [`Error::Io`](lockgate::Error::Io).
 pub fn accept_with<R, S, C>(
     mut stream: S,
@@ -137,8 +137,8 @@ impl<C: Callback> Exchange for Starting<C> {
 ///
 /// [`Error::Url`](lockgate::Error::Url) for a bad URL,
 /// [`Error::Http`](lockgate::Error::Http) for a refusal,
-/// [`Error::Handshake`](lockgate::Error::Handshake) for a bad response,
-/// [`Error::Timeout`](lockgate::Error::Timeout) if the response did not
+/// a [`HandshakeFailure`](lockgate::HandshakeFailure) ([`Error::handshake_failure`](lockgate::Error::handshake_failure)) for a bad response,
+/// a timeout ([`Error::timeout`](lockgate::Error::timeout)) if the response did not
 /// arrive in time, [`Error::Io`](lockgate::Error::Io).
 pub async fn client_with<R, S, Q>(
     request: Q,

@@ -172,7 +172,7 @@ pub fn our_close_with_input_that_never_stops_ends_at_the_close_timeout<D: Driver
         }
     };
     assert!(
-        matches!(error, Error::Timeout(lockgate::TimeoutKind::Close)),
+        error.timeout() == Some(lockgate::TimeoutKind::Close),
         "{error:?} after {messages} messages"
     );
     let reads = ws.mock().read_calls;

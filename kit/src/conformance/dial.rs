@@ -176,7 +176,7 @@ pub fn echo_through_pproxy_every_kind_with_and_without_credentials<D: Dialer>() 
                 let error = dial_error::<D>(&url, options);
                 // pproxy answers HTTP with 407; it ends a SOCKS5 exchange
                 // without a reply.
-                if let Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) = &error {
+                if let Some(HandshakeFailure::ProxyRefused(refusal)) = error.handshake_failure() {
                     assert!(refusal.needs_authentication(), "{proxy_url}: {error}");
                 } else {
                     assert!(kind.is_socks(), "{proxy_url}: {error:?}");
@@ -224,14 +224,14 @@ pub fn missing_or_wrong_credentials_are_refused_naming_the_proxy<D: Dialer>() {
             let proxy_url = proxy.url(credentials);
             let options = options::<D>(&ca).proxy(Proxy::from_url(&proxy_url).unwrap());
             let error = dial_error::<D>(&url, options);
-            let needs_authentication = match &error {
-                Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) if !kind.is_socks() => {
+            let needs_authentication = match error.handshake_failure() {
+                Some(HandshakeFailure::ProxyRefused(refusal)) if !kind.is_socks() => {
                     refusal.needs_authentication()
                 }
-                Error::Handshake(HandshakeFailure::Socks5Refused(refusal)) if kind.is_socks() => {
+                Some(HandshakeFailure::Socks5Refused(refusal)) if kind.is_socks() => {
                     refusal.needs_authentication()
                 }
-                other => panic!("{proxy_url}: {other:?}"),
+                _ => panic!("{proxy_url}: {error:?}"),
             };
             assert!(needs_authentication, "{proxy_url}: {error}");
             let message = error.to_string();
@@ -265,7 +265,7 @@ pub fn refusals_carry_the_proxy_status<D: Dialer>() {
         let url = format!("ws://127.0.0.1:{port}/");
         let options = options::<D>(&ca).proxy(Proxy::http(&proxy.url(credentials)).unwrap());
         let error = dial_error::<D>(&url, options);
-        let Error::Handshake(HandshakeFailure::ProxyRefused(refusal)) = &error else {
+        let Some(HandshakeFailure::ProxyRefused(refusal)) = error.handshake_failure() else {
             panic!("{credentials:?} {port}: {error:?}");
         };
         match status {
@@ -298,7 +298,7 @@ pub fn only_a_socks5h_proxy_is_asked_to_resolve_the_name<D: Dialer>() {
         let message = error.to_string();
         if kind == ProxyKind::Socks5h {
             // The proxy could not resolve it, and says so.
-            let Error::Handshake(HandshakeFailure::Socks5Refused(refusal)) = &error else {
+            let Some(HandshakeFailure::Socks5Refused(refusal)) = error.handshake_failure() else {
                 panic!("{kind:?}: {error:?}");
             };
             assert!(!refusal.needs_authentication(), "{message}");
@@ -306,10 +306,10 @@ pub fn only_a_socks5h_proxy_is_asked_to_resolve_the_name<D: Dialer>() {
         } else {
             // The client could not resolve it, and never asked the proxy.
             assert!(
-                !matches!(
-                    error,
-                    Error::Handshake(HandshakeFailure::Socks5Refused(_)) | Error::Timeout(_)
-                ),
+                !(matches!(
+                    error.handshake_failure(),
+                    Some(HandshakeFailure::Socks5Refused(_))
+                ) || error.timeout().is_some()),
                 "{kind:?}: {error:?}"
             );
             assert!(message.contains("lockgate-test.invalid"), "{message}");
@@ -339,7 +339,7 @@ pub fn silent_peers_are_cut_short_by_the_handshake_timeout<D: Dialer>() {
         // error). When it falls is the dial's rule, on simulated time in
         // its unit tests.
         assert!(
-            matches!(error, Error::Timeout(TimeoutKind::Handshake)),
+            error.timeout() == Some(TimeoutKind::Handshake),
             "{}: {error:?}",
             route.what
         );
@@ -377,7 +377,7 @@ pub fn a_peer_sending_a_byte_at_a_time_is_cut_short_by_the_handshake_timeout<D: 
                 }
                 let error = dial_error::<D>(url, options);
                 assert!(
-                    matches!(error, Error::Timeout(TimeoutKind::Handshake)),
+                    error.timeout() == Some(TimeoutKind::Handshake),
                     "{what}, {connector}: {error:?} (a dial that outlives the deadline meets \
                      the end of the dribble)"
                 );
@@ -399,7 +399,7 @@ pub fn a_redirect_chain_is_cut_short_by_the_one_handshake_deadline<D: Dialer>() 
         .max_redirects(REDIRECTS);
     let error = dial_error::<D>(server.url(), options);
     assert!(
-        matches!(error, Error::Timeout(TimeoutKind::Handshake)),
+        error.timeout() == Some(TimeoutKind::Handshake),
         "{error:?} after {} redirects (a deadline per attempt ends with the 302 after {REDIRECTS})",
         server.answered()
     );

@@ -54,8 +54,8 @@ fn flood_cases() -> [FloodCase; 2] {
             code: CloseCode::Policy,
             fails_with: |e| {
                 matches!(
-                    e,
-                    Error::Capacity(CapacityError::MessageRateExceeded { .. })
+                    e.detail(),
+                    Some(lockgate::error::Detail::MessageRateExceeded { .. })
                 )
             },
         },

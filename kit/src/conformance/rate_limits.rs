@@ -15,7 +15,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use lockgate::frame::{CloseCode, OpCode};
-use lockgate::{CapacityError, Config, Error, Message, RateLimit, RatePolicy};
+use lockgate::{Config, Message, RateLimit, RatePolicy};
 
 use super::Sockets;
 use super::deadlines::server_and_raw_peer;
@@ -63,7 +63,7 @@ pub fn a_throttled_read_keeps_the_pace_and_the_connection<D: Sockets>() {
 }
 
 /// With the Close policy, the message that overruns the limit fails the
-/// read with [`CapacityError::ByteRateExceeded`], after the messages
+/// read with [`Detail::ByteRateExceeded`](lockgate::Detail::ByteRateExceeded), after the messages
 /// within it were returned, and the peer receives a 1008 close.
 pub fn the_close_policy_fails_the_read_and_tells_the_peer_1008<D: Sockets>() {
     let limit = RateLimit::bytes_per_second(1000).policy(RatePolicy::Close);
@@ -76,8 +76,8 @@ pub fn the_close_policy_fails_the_read_and_tells_the_peer_1008<D: Sockets>() {
     drop(guard);
     assert!(
         matches!(
-            error,
-            Error::Capacity(CapacityError::ByteRateExceeded {
+            error.detail(),
+            Some(lockgate::error::Detail::ByteRateExceeded {
                 per_second: 1000,
                 burst: 1000,
             })

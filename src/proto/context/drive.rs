@@ -22,7 +22,7 @@ impl WebSocketContext {
     /// [`next_message`](Self::next_message) (a failing connection reports
     /// its error after its close frame was given a chance to go out and,
     /// once it went out, after a lingering close: [`Next::Discard`]), a
-    /// passed deadline as [`Error::Timeout`], a peer over a rate limit
+    /// passed deadline as a timeout ([`Error::timeout`](crate::Error::timeout)), a peer over a rate limit
     /// whose policy is [`RatePolicy::Close`](crate::RatePolicy::Close)
     /// (1008), and the end of the stream. [`Operation::Write`] and [`Operation::Flush`] do not
     /// fail here.
@@ -214,7 +214,7 @@ impl WebSocketContext {
     /// and when that deadline passed (then polls again).
     ///
     /// What was due by `now` happens: the keepalive ping is queued, or the
-    /// connection fails with [`Error::Timeout`] (reported by the next
+    /// connection fails with a timeout ([`Error::timeout`](crate::Error::timeout)) (reported by the next
     /// [`poll`](Self::poll) of a read). Then the housekeeping of a wait:
     /// drained buffers are given back (so an idle connection holds almost
     /// no memory; while messages flow they are kept and reused), counts go
@@ -237,7 +237,7 @@ impl WebSocketContext {
                 if kind == TimeoutKind::Close {
                     self.owed.close_timed_out();
                 }
-                self.deliver_failure(Error::Timeout(kind));
+                self.deliver_failure(kind.into());
             }
             Fired::LingerOver => self.end_linger(),
         }
@@ -266,7 +266,7 @@ impl WebSocketContext {
     /// The connection failed (a deadline passed): `read` reports `error`
     /// once the close frame, if any, had its chance to go out.
     pub(super) fn deliver_failure(&mut self, error: Error) {
-        if let Error::Timeout(kind) = error {
+        if let Some(kind) = error.timeout() {
             self.lifecycle.observe_timeout(kind);
         }
         let error = self.fail(error);

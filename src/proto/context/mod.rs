@@ -254,7 +254,7 @@ impl WebSocketContext {
     /// # Errors
     ///
     /// As for [`write`](Self::write), except that a full buffer hands the
-    /// prepared message back in [`Error::WriteBufferFullPrepared`].
+    /// prepared message it was prepared from back in [`Error::WriteBufferFull`].
     pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.sending().write_prepared(msg)
     }
@@ -265,7 +265,7 @@ impl WebSocketContext {
     ///
     /// # Errors
     ///
-    /// - [`ProtocolError::SendForbiddenCloseCode`] for a code the RFC
+    /// - [`Detail::SendForbiddenCloseCode`](crate::Detail::SendForbiddenCloseCode) for a code the RFC
     ///   forbids on the wire (1005, 1006, 1015, reserved or out-of-range
     ///   codes): nothing is queued and the connection stays open.
     /// - [`Error::AlreadyClosed`] once the connection is over.

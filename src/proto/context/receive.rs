@@ -5,7 +5,7 @@ use bytes::Bytes;
 use super::WebSocketContext;
 use crate::codec::FrameCheck;
 use crate::config::{Role, Settings};
-use crate::error::{CapacityError, Error, ProtocolError, Result};
+use crate::error::{CapacityError, Detail, Error, ProtocolError, Result};
 use crate::frame::MAX_CONTROL_PAYLOAD;
 use crate::frame::{FrameHeader, OpCode};
 use crate::message::Message;
@@ -213,7 +213,7 @@ impl WebSocketContext {
         compression.inflate(&payload, header.is_final, &mut inflated, max, text)?;
         self.receiving
             .validate_text(&inflated[before..], false)
-            .map_err(|_| ProtocolError::InvalidUtf8)?;
+            .map_err(|_| Error::peer_not_utf8("a text message"))?;
         if !header.is_final {
             self.receiving.keep_inflating(inflated);
             return Ok(None);
@@ -293,7 +293,7 @@ impl WebSocketContext {
         }
         self.receiving
             .finish_text()
-            .map_err(|_| ProtocolError::InvalidUtf8)?;
+            .map_err(|_| Error::peer_not_utf8("a text message"))?;
         self.lifecycle
             .count_received(payload.len(), self.input.buffered() == 0);
         Ok(Message::Text(Utf8Bytes::from_validated(payload)))
@@ -358,7 +358,7 @@ impl FrameCheck for HeaderAndText<'_> {
                 // too, and empty ones would let a message go on forever.
                 if let Some(max) = self.settings.get_max_fragments() {
                     if f.frames() >= max {
-                        return Err(CapacityError::TooManyFragments { max }.into());
+                        return Err(Detail::TooManyFragments { max }.into());
                     }
                 }
                 f.count_frame();
@@ -369,16 +369,17 @@ impl FrameCheck for HeaderAndText<'_> {
         };
         if header.payload_len > usize::MAX as u64 {
             // Only reachable on 32-bit targets without limits.
-            return Err(CapacityError::FrameTooLarge {
-                size: header.payload_len,
+            return Err(CapacityError::MessageTooLong {
+                size: usize::MAX,
                 max_size: usize::MAX,
             }
             .into());
         }
         if let Some(max) = self.settings.get_max_frame_size() {
             if header.payload_len > max as u64 {
-                return Err(CapacityError::FrameTooLarge {
-                    size: header.payload_len,
+                // tungstenite's variant for a frame over the limit.
+                return Err(CapacityError::MessageTooLong {
+                    size: usize::try_from(header.payload_len).unwrap_or(usize::MAX),
                     max_size: max,
                 }
                 .into());
@@ -417,6 +418,6 @@ impl FrameCheck for HeaderAndText<'_> {
         }
         self.receiving
             .validate_text(bytes, ascii)
-            .map_err(|_| ProtocolError::InvalidUtf8.into())
+            .map_err(|_| Error::peer_not_utf8("a text message"))
     }
 }

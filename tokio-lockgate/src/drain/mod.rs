@@ -40,7 +40,7 @@
 //! leaves it there for the next one (cancel-safe).
 //!
 //! At the deadline the turn becomes *cut*: a registered `read` returns
-//! [`Error::Timeout`]`(`[`TimeoutKind::Close`]`)` once, then
+//! a timeout ([`Error::timeout`] is `Some(TimeoutKind::Close)`) once, then
 //! [`Error::AlreadyClosed`], and the task drops the connection. A task
 //! that never reads is not interrupted; [`Registration::signal`] is the
 //! building block for one that waits on something else.
@@ -125,7 +125,7 @@
 //! [`Subscriber`]: crate::hub::Subscriber
 //! [`WebSocketReadHalf`]: crate::WebSocketReadHalf
 //! [`Error::ConnectionClosed`]: lockgate::Error::ConnectionClosed
-//! [`Error::Timeout`]: lockgate::Error::Timeout
+//! [`Error::timeout`]: lockgate::Error::timeout
 //! [`TimeoutKind::Close`]: lockgate::TimeoutKind::Close
 //! [`Error::AlreadyClosed`]: lockgate::Error::AlreadyClosed
 

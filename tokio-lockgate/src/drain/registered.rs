@@ -110,7 +110,7 @@ macro_rules! registered_read {
             /// # Errors
             ///
             #[doc = concat!("As for [`", stringify!($ws), "::read`]; at the drain's deadline")]
-            /// [`Error::Timeout`]`(`[`TimeoutKind::Close`](lockgate::TimeoutKind::Close)`)`,
+            /// a timeout ([`Error::timeout`] is `Some(TimeoutKind::Close)`),
             /// then [`Error::AlreadyClosed`]: drop the connection.
             // Not an `async fn`: the future is one pointer, as the
             // connection's own.

@@ -114,7 +114,7 @@ impl Registration {
                 Seen::Close => {
                     let _ = ws.queue_close(self.started().frame.clone());
                 }
-                Seen::Cut => return Poll::Ready(Err(Error::Timeout(TimeoutKind::Close))),
+                Seen::Cut => return Poll::Ready(Err(TimeoutKind::Close.into())),
                 Seen::AlreadyCut => return Poll::Ready(Err(Error::AlreadyClosed)),
                 Seen::Nothing => {}
             }

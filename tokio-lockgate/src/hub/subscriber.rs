@@ -191,9 +191,9 @@ async fn write_burst<W: PreparedSink>(
         match ws.write_prepared(&msg).await {
             Ok(()) => {}
             // Past `max_write_buffer_size`: what is queued goes out first.
-            Err(Error::WriteBufferFullPrepared(back)) => {
+            Err(Error::WriteBufferFull(_)) => {
                 ws.flush().await?;
-                ws.write_prepared(&back).await?;
+                ws.write_prepared(&msg).await?;
             }
             Err(e) => return Err(e),
         }
