@@ -616,9 +616,11 @@ report() { # the summary of the run phase; exits 1 on any failure
 # The run phase inside the private network namespace: this script again,
 # started by the one that built everything (below), not a command for you.
 if [[ ${1:-} == --run-in-netns ]]; then
-    ip link set lo up
+    ip link set lo up || { log "FAIL: \`ip link set lo up\` in the private network namespace"; exit 1; }
     # Everything is built; nothing here can reach a registry.
     export CARGO_NET_OFFLINE=true
+    # What the build phase reported (the setup commands), first.
+    if [[ -s $LOGS/build-phase.summary ]]; then mapfile -t SUMMARY <"$LOGS/build-phase.summary"; fi
     PHASE=run
     rules
     report
@@ -678,6 +680,7 @@ if [[ $netns == no ]]; then
     report
 fi
 log "running the commands in a private network namespace (unshare -n, loopback only, cargo offline)"
+((${#SUMMARY[@]} == 0)) || printf '%s\n' "${SUMMARY[@]}" >"$LOGS/build-phase.summary"
 rc=0
 timeout --kill-after=10 "${RUN_PHASE_TIMEOUT:-3600}" unshare -n bash "${BASH_SOURCE[0]}" --run-in-netns &
 pid=$!
