@@ -13,7 +13,8 @@
 # autobahn/reports/<mode><suffix>/ (index.html there is the browsable report).
 #
 # Environment (all optional):
-#   AUTOBAHN_PACKAGE          cargo package holding the examples (default: the root crate),
+#   AUTOBAHN_PACKAGE          cargo package holding the examples (default: lockgate-examples,
+#                             the blocking driver's, in examples/),
 #                             e.g. tokio-lockgate
 #   AUTOBAHN_SUFFIX           suffix for expected files and report dirs, e.g. -tokio
 #                             -> expected-server-tokio.json, reports/server-tokio
@@ -38,7 +39,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 VENV=$HERE/.venv
 PYTHON=${PYTHON:-python3}
-PACKAGE=${AUTOBAHN_PACKAGE:-}
+PACKAGE=${AUTOBAHN_PACKAGE:-lockgate-examples}
 SUFFIX=${AUTOBAHN_SUFFIX:-}
 # Example names are unique across the workspace (cargo cannot build two
 # examples of one name together): a member crate `<prefix>-lockgate` names

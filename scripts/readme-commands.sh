@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# Runs the commands of README.md as written, each bounded in time, so that
-# a newcomer's first commands work (scripts/test.sh runs this right after
-# the tests):
+# Runs the commands of every README in the repository (README.md,
+# fanout/README.md, ...: `git ls-files '*README*'`) as written, each bounded
+# in time, so that a newcomer's first commands work (scripts/test.sh runs
+# this right after the tests):
 #
 #   bash scripts/readme-commands.sh          check every command
 #   bash scripts/readme-commands.sh --list   each command and how it is checked
 #
-# Which lines are commands: every line of the README's ```sh blocks (a `#`
+# Which lines are commands: every line of a README's ```sh blocks (a `#`
 # after a space starts a comment, as in the shell; a trailing `\` joins the
 # next line). The other blocks hold none: a line of a ```text block that
 # starts like a command (cargo, bash, curl, ...) fails the check, and so do
 # ```bash/```console/```shell blocks, so a command cannot slip past it.
 #
-# Each command needs a rule below, and each rule's command must be in the
-# README: a new or changed command fails the check until its rule says how
-# it is run, so the README and this script cannot drift apart.
+# Each command needs a rule below, under its README's `readme FILE` line,
+# and each rule's command must be in that README: a new or changed command
+# fails the check until its rule says how it is run, so the READMEs and
+# this script cannot drift apart. A README without commands needs no rules.
 #
+#   readme FILE                 the rules after it are FILE's
 #   pair SERVER PORT CLIENT...  SERVER runs in the background and must listen
 #                               on 127.0.0.1:PORT; each CLIENT (an echo round
 #                               trip) must exit 0 and print "closed cleanly";
@@ -24,23 +27,38 @@
 #                               listens on PORT: an HTTPS GET of / and a
 #                               WebSocket echo over TLS, trusting that
 #                               certificate (python3's ssl), must succeed
+#   serve SERVER PORT COMMAND...  SERVER runs in the background and must
+#                               listen on 127.0.0.1:PORT; each COMMAND must
+#                               exit 0; then SERVER is stopped by PID
 #   once COMMAND                must exit 0
-#   session START STOP COMMAND...  START must exit 0, then each COMMAND; STOP
-#                               (also on any exit) undoes START
+#   session [--stop-listed] START STOP COMMAND...  START must exit 0, then
+#                               each COMMAND; STOP (also on any exit) undoes
+#                               START. --stop-listed: STOP is a README
+#                               command too, and must exit 0
+#   setup COMMAND               an installer the README lists: run before
+#                               the commands (outside the namespace below,
+#                               as it may need the network), must exit 0
 #   requires COMMAND            run before the rules after it (an installer),
 #                               not a README command
 #   build COMMAND               an extra build for the rules (not a README command)
 #   skip COMMAND WHY [CHECK]    not run, for the reason given; CHECK (if any)
 #                               must succeed
 #
-# Every `cargo run` is built first (`cargo build` with the same options,
-# within BUILD_TIMEOUT seconds each) so that the run's own limit, RUN_TIMEOUT
-# seconds, bounds the program and not the compiler. Servers listen on the
-# README's fixed ports (9001, 9003, 3000, 3443): a port already taken fails
-# the check at once. Logs: target/readme-commands/.
+# Two phases. Build: every `cargo run` is built first (`cargo build` with
+# the same options, within BUILD_TIMEOUT seconds each), with the `build`,
+# `requires` and `setup` rules, so that the run's own limit, RUN_TIMEOUT
+# seconds, bounds the program and not the compiler. Run: the commands, in a
+# private network namespace (`unshare -n`, loopback only, cargo offline:
+# everything was built), where the READMEs' fixed ports (9001, 9003, 3000,
+# 3443) meet nothing of the host's: the check neither needs them free nor
+# disturbs what listens there. Without `unshare -n` (not root, no
+# util-linux) the commands run on the host's network, as the README's
+# reader does, and a port already taken fails the check at once. Logs:
+# target/readme-commands/.
 #
 # Environment (optional): BUILD_TIMEOUT (default 1800), RUN_TIMEOUT (120),
-# STARTUP_TIMEOUT (seconds for a server to listen, 60).
+# STARTUP_TIMEOUT (seconds for a server to listen, 60), RUN_PHASE_TIMEOUT
+# (the whole run phase, 3600), README_NETNS=off (run on the host's network).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -50,10 +68,10 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 STARTUP_TIMEOUT=${STARTUP_TIMEOUT:-60}
 SERVER_LIFETIME=900 # a server outliving this script is killed by its timeout
 LOGS=${CARGO_TARGET_DIR:-$ROOT/target}/readme-commands
-README=README.md
 
 # The rules: how each README command is checked, in the order they run.
 rules() {
+    readme README.md
     once 'cargo run --release -p lockgate-loadgen'
 
     pair 'cargo run --example echo-server' 9001 \
@@ -87,14 +105,57 @@ rules() {
         'criterion runs for many minutes; scripts/test.sh compiles every bench (clippy --all-targets)'
     skip 'cargo run --release -p bench-peers' \
         'the full comparison with six peer libraries takes most of an hour; scripts/test.sh lints bench-peers (clippy -p bench-peers --all-targets)'
+
+    readme fanout/README.md
+    setup 'bash scripts/install-nats.sh'
+    session --stop-listed 'bash scripts/fanout-cluster.sh start 2' 'bash scripts/fanout-cluster.sh stop' \
+        "cargo run --release -p lockgate-loadgen -- --mode broadcast \$(bash scripts/fanout-cluster.sh urls | sed 's/^/--url /')"
+    serve "cargo run --release -p lockgate-fanout -- --listen 0.0.0.0:9001 --allow-origin 'https://*.example.com' --allow-origin http://localhost:5173" 9001 \
+        "curl -s http://127.0.0.1:9001/metrics | grep -E '^lockgate_(messages|bytes|closes|connections|hub_(published|queued|delivered)|fanout_(messages|connections_open))'"
+
+    readme autobahn/README.md
+    skip 'bash autobahn/run.sh' \
+        'scripts/test.sh runs it, both modes, for each of the three drivers (its Autobahn steps)'
+    skip 'bash autobahn/run.sh --update' \
+        'rewrites the committed expected results: for after an intended change, by hand'
+    skip 'bash autobahn/run.sh server -v' \
+        'the server half of the run above, printing failing cases in full; scripts/test.sh runs the server mode' \
+        'bash autobahn/run.sh --help >/dev/null'
+
+    readme compat/README.md
+    local why='scripts/test.sh runs it (its tungstenite compatibility step, after installing the interop peers; upstream sources and PyPI need the network)'
+    skip 'bash scripts/port-tungstenite.sh --check' "$why"
+    skip 'bash compat/build-examples.sh' "$why"
+    skip 'cargo clippy -p lockgate-compat --tests -- -D warnings' "$why"
+    skip 'cargo test -p lockgate-compat' "$why"
+    skip 'bash compat/run-autobahn.sh' "$why"
+
+    readme fuzz/README.md
+    once 'scripts/fuzz.sh --list'
+    skip 'scripts/fuzz.sh' \
+        'scripts/test.sh runs it (its fuzz step)'
+    skip 'scripts/fuzz.sh context_server 3600' \
+        'an hour by design; scripts/test.sh runs the same script on every target; the target is checked to exist' \
+        'scripts/fuzz.sh --list | grep -qx context_server'
+    skip 'cd fuzz && cargo clippy --all-targets -- -D warnings' \
+        'scripts/test.sh runs it (its clippy step)'
+    skip 'cd fuzz && RUSTFLAGS="--cfg fuzzing" cargo clippy --all-targets -- -D warnings' \
+        'scripts/test.sh runs it (its clippy step)'
+    skip 'cd fuzz && cargo run --example gen_corpus' \
+        'rewrites the committed seeds: for after a change to the encoders, by hand; the check below runs the same program'
+    skip 'cd fuzz && cargo run --example gen_corpus -- --check' \
+        'scripts/test.sh runs it (its fuzz step; the fuzz crate builds libFuzzer, minutes on a cold target directory)'
 }
 
-# --- the README's commands ---------------------------------------------------
+# --- the READMEs' commands ---------------------------------------------------
+mapfile -t READMES < <(git ls-files -- '*README*' | grep -E '\.(md|markdown)$')
+((${#READMES[@]})) || READMES=(README.md)
 README_CMDS=()  # command text
+README_FILES=() # its README
 README_LINES=() # its line number
 README_ERRORS=()
-read_readme() {
-    local n=0 line fence='' cmd='' start=0 code
+read_readme() { # read_readme FILE
+    local README=$1 n=0 line fence='' cmd='' start=0 code
     while IFS= read -r line || [[ -n $line ]]; do
         n=$((n + 1))
         if [[ $line =~ ^[[:space:]]*(\`\`\`|~~~)[[:space:]]*([^[:space:]]*) ]]; then
@@ -119,13 +180,14 @@ read_readme() {
                 code=$(trim "$code")
                 if [[ -z $cmd ]]; then start=$n; fi
                 if [[ $code == *\\ ]]; then
-                    cmd+="${code%\\} "
+                    cmd+="$(trim "${code%\\}") "
                     continue
                 fi
                 cmd+=$code
                 cmd=$(trim "$cmd")
                 if [[ -n $cmd ]]; then
                     README_CMDS+=("$cmd")
+                    README_FILES+=("$README")
                     README_LINES+=("$start")
                 fi
                 cmd=''
@@ -151,13 +213,20 @@ trim() {
 # --- rules: declared, listed, built, run -----------------------------------
 # PHASE is declare (collect the commands the rules know), list, build or run.
 PHASE=declare
-declare -A KNOWN=()    # README command -> how it is checked
+declare -A KNOWN=()    # README<US>command -> how it is checked
+US=$'\x1f'            # between a README's name and a command in KNOWN's keys
+CURRENT_README=
 declare -A BUILT=()    # cargo build commands done
 FAILURES=()
 SUMMARY=()
 
+readme() { # readme FILE: the rules after it are FILE's
+    CURRENT_README=$1
+    if [[ $PHASE == list ]]; then printf '%s:\n' "$1"; fi
+}
+
 know() { # know COMMAND HOW
-    KNOWN[$1]=$2
+    KNOWN[$CURRENT_README$US$1]=$2
     if [[ $PHASE == list ]]; then printf '  %-11s %s\n' "$2" "$1"; fi
 }
 
@@ -346,6 +415,34 @@ pair() {
     return 0
 }
 
+serve() {
+    local server=$1 port=$2 cmd file
+    shift 2
+    case $PHASE in
+        declare | list)
+            know "$server" "server:$port"
+            for cmd in "$@"; do know "$cmd" "with:$port"; done
+            ;;
+        build)
+            build_for "$server"
+            for cmd in "$@"; do build_for "$cmd"; done
+            ;;
+        run)
+            file=$(log_file "$server")
+            log "starting: $server (port $port)"
+            if start_server "$server" "$port" "$file"; then
+                ok "$server: listening on $port"
+                for cmd in "$@"; do
+                    log "running: $cmd"
+                    run_once "$cmd" "$(log_file "$cmd")" && ok "$cmd: exited 0 with \`$server\` running"
+                done
+            fi
+            stop_server "$port"
+            ;;
+    esac
+    return 0
+}
+
 tls_server() {
     local server=$1 port=$2 file pem deadline
     case $PHASE in
@@ -429,11 +526,17 @@ EOF
 }
 
 session() {
-    local start=$1 stop=$2 cmd
+    local listed=false start stop cmd
+    if [[ $1 == --stop-listed ]]; then
+        listed=true
+        shift
+    fi
+    start=$1 stop=$2
     shift 2
     case $PHASE in
         declare | list)
             know "$start" session
+            if $listed; then know "$stop" end-session; fi
             for cmd in "$@"; do know "$cmd" "in-session"; done
             ;;
         build) for cmd in "$@"; do build_for "$cmd"; done ;;
@@ -449,6 +552,17 @@ session() {
             fi
             log "running: $stop"
             run_once "$stop" "$(log_file "$stop")" && ok "$stop: exited 0"
+            ;;
+    esac
+    return 0
+}
+
+setup() {
+    case $PHASE in
+        declare | list) know "$1" setup ;;
+        build)
+            log "running: $1"
+            run_once "$1" "$(log_file "$1")" && ok "$1: exited 0 (before the commands)"
             ;;
     esac
     return 0
@@ -487,31 +601,57 @@ skip() {
 }
 
 # --- main ------------------------------------------------------------------------
+report() { # the summary of the run phase; exits 1 on any failure
+    echo
+    printf '%s\n' ${SUMMARY[@]+"${SUMMARY[@]}"}
+    if ((${#FAILURES[@]})); then
+        printf 'FAIL  %s\n' "${FAILURES[@]}"
+        echo "[readme] ${#FAILURES[@]} README command check(s) failed (logs: $LOGS)" >&2
+        exit 1
+    fi
+    echo "[readme] every README command works as written"
+    exit 0
+}
+
+# The run phase inside the private network namespace: this script again,
+# started by the one that built everything (below), not a command for you.
+if [[ ${1:-} == --run-in-netns ]]; then
+    ip link set lo up || { log "FAIL: \`ip link set lo up\` in the private network namespace"; exit 1; }
+    # Everything is built; nothing here can reach a registry.
+    export CARGO_NET_OFFLINE=true
+    # What the build phase reported (the setup commands), first.
+    if [[ -s $LOGS/build-phase.summary ]]; then mapfile -t SUMMARY <"$LOGS/build-phase.summary"; fi
+    PHASE=run
+    rules
+    report
+fi
+
 if [[ $# -gt 0 && $1 != --list ]]; then
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
     exit 2
 fi
-read_readme
+for file in "${READMES[@]}"; do read_readme "$file"; done
 rules # declare
 
-# The README and the rules must name the same commands.
+# Each README and its rules must name the same commands.
 declare -A IN_README=()
 for i in "${!README_CMDS[@]}"; do
     cmd=${README_CMDS[$i]}
-    IN_README[$cmd]=1
-    if [[ -z ${KNOWN[$cmd]:-} ]]; then
-        README_ERRORS+=("$README:${README_LINES[$i]}: no rule says how to run \`$cmd\`: add one to scripts/readme-commands.sh")
+    key=${README_FILES[$i]}$US$cmd
+    IN_README[$key]=1
+    if [[ -z ${KNOWN[$key]:-} ]]; then
+        README_ERRORS+=("${README_FILES[$i]}:${README_LINES[$i]}: no rule says how to run \`$cmd\`: add one under \`readme ${README_FILES[$i]}\` in scripts/readme-commands.sh")
     fi
 done
-for cmd in "${!KNOWN[@]}"; do
-    if [[ -z ${IN_README[$cmd]:-} ]]; then
-        README_ERRORS+=("scripts/readme-commands.sh has a rule for \`$cmd\`, which $README does not have: update the rule")
+for key in "${!KNOWN[@]}"; do
+    if [[ -z ${IN_README[$key]:-} ]]; then
+        README_ERRORS+=("scripts/readme-commands.sh has a rule for \`${key#*"$US"}\`, which ${key%%"$US"*} does not have: update the rule")
     fi
 done
 
 if [[ ${1:-} == --list ]]; then
     PHASE=list
-    echo "$README's commands and the rule each one has (scripts/readme-commands.sh):"
+    echo "The READMEs' commands and the rule each one has (scripts/readme-commands.sh):"
     rules
 fi
 if ((${#README_ERRORS[@]})); then
@@ -519,21 +659,33 @@ if ((${#README_ERRORS[@]})); then
     exit 1
 fi
 [[ ${1:-} != --list ]] || exit 0
-log "${#README_CMDS[@]} commands in $README, each with a rule"
+log "${#README_CMDS[@]} commands in ${#READMES[@]} READMEs (${READMES[*]}), each with a rule"
 
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 PHASE=build
 rules
-if ((${#FAILURES[@]} == 0)); then
+((${#FAILURES[@]} == 0)) || report
+
+netns=no
+if [[ ${README_NETNS:-} == off ]]; then
+    log "README_NETNS=off: the commands run on this host's network; the READMEs' fixed ports (9001, 9003, 3000, 3443) must be free"
+elif ! command -v unshare >/dev/null || ! timeout 10 unshare -n bash -c 'ip link set lo up' 2>"$LOGS/unshare.log"; then
+    log "no private network namespace (\`unshare -n\` failed: $(head -c 200 "$LOGS/unshare.log" 2>/dev/null || echo 'no unshare')): the commands run on this host's network, as before; the READMEs' fixed ports (9001, 9003, 3000, 3443) must be free"
+else
+    netns=yes
+fi
+if [[ $netns == no ]]; then
     PHASE=run
     rules
+    report
 fi
-
-echo
-printf '%s\n' ${SUMMARY[@]+"${SUMMARY[@]}"}
-if ((${#FAILURES[@]})); then
-    printf 'FAIL  %s\n' "${FAILURES[@]}"
-    echo "[readme] ${#FAILURES[@]} README command check(s) failed (logs: $LOGS)" >&2
-    exit 1
-fi
-echo "[readme] every README command works as written"
+log "running the commands in a private network namespace (unshare -n, loopback only, cargo offline)"
+((${#SUMMARY[@]} == 0)) || printf '%s\n' "${SUMMARY[@]}" >"$LOGS/build-phase.summary"
+rc=0
+timeout --kill-after=10 "${RUN_PHASE_TIMEOUT:-3600}" unshare -n bash "${BASH_SOURCE[0]}" --run-in-netns &
+pid=$!
+PIDS+=("$pid")
+wait "$pid" || rc=$?
+forget_pid "$pid"
+((rc != 124)) || log "FAIL: the run phase took over ${RUN_PHASE_TIMEOUT:-3600}s (RUN_PHASE_TIMEOUT)"
+exit "$rc"

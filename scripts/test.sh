@@ -59,7 +59,7 @@ if $quick; then
     cargo clippy -p async-lockgate --all-targets --features rustls -- -D warnings
 
     step "quick: cargo test (unit, integration, doc tests of the three crates)"
-    cargo test -p lockgate -p tokio-lockgate -p async-lockgate
+    cargo test -p lockgate -p lockgate-examples -p tokio-lockgate -p async-lockgate
     cargo test -p lockgate -p tokio-lockgate --features lockgate/metrics,lockgate/tracing,tokio-lockgate/metrics,tokio-lockgate/tracing --lib --test metrics --test rate_limits
 
     step "quick: fuzz smoke, seeds up to date and every target for a few seconds"
@@ -154,7 +154,7 @@ export LOCKGATE_REQUIRE_TINYPROXY=1 LOCKGATE_REQUIRE_CHROMIUM=1 LOCKGATE_REQUIRE
 step "cargo test (unit, integration, doc tests)"
 # Each builds its package's examples first: tests run some as programs
 # (accept_backoff.rs, axum_example.rs).
-cargo test -p lockgate
+cargo test -p lockgate -p lockgate-examples
 cargo test -p tokio-lockgate
 cargo test -p async-lockgate
 # Again with TLS and the axum/hyper integration: the wss:// tests, the

@@ -7,9 +7,16 @@
 //! the built binary.
 #![cfg(unix)]
 
-use lockgate_kit as support;
+// The kit's program runner (std and lockgate only), compiled in rather
+// than depended on: lockgate-kit as a dev-dependency here would be
+// unified with the features the core's tests turn on (TLS, proptest,
+// metrics, tokio), and `cargo run --example echo-server` would compile
+// them all again.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../kit/src/programs.rs"]
+mod programs;
 
 #[test]
 fn echo_server_backs_off_while_out_of_file_descriptors() {
-    support::programs::echo_server_survives_fd_exhaustion("echo-server");
+    programs::echo_server_survives_fd_exhaustion("echo-server");
 }
