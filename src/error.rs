@@ -396,9 +396,15 @@ impl From<TimeoutKind> for Error {
     }
 }
 
+/// tungstenite's variant where it has one for the failure (a method other
+/// than GET is `WrongHttpMethod` there too), else the failure as a
+/// [`Detail`].
 impl From<HandshakeFailure> for Error {
     fn from(failure: HandshakeFailure) -> Self {
-        Detail::Handshake(failure).into()
+        match failure.tungstenite_variant() {
+            Some(error) => error,
+            None => Detail::Handshake(failure).into(),
+        }
     }
 }
 
@@ -780,6 +786,43 @@ pub enum HandshakeFailure {
 }
 
 impl HandshakeFailure {
+    /// The error tungstenite reports for the same condition, if it has one.
+    /// The reasons are lockgate's own words (the constants of the
+    /// handshake's checks), matched here in one place.
+    fn tungstenite_variant(&self) -> Option<Error> {
+        use ProtocolError as P;
+        let protocol = match self {
+            HandshakeFailure::Parse(error) => return Some(Error::from(*error)),
+            HandshakeFailure::UnsupportedVersion => P::MissingSecWebSocketVersionHeader,
+            HandshakeFailure::BadRequest(why) | HandshakeFailure::BadResponse(why) => match *why {
+                "the method is not GET" => P::WrongHttpMethod,
+                "HTTP/1.1 is required" | "the 101 response is not HTTP/1.1" => P::WrongHttpVersion,
+                "incomplete request head" | "incomplete HTTP head" => P::HandshakeIncomplete,
+                "Upgrade is missing or lacks websocket" | "Upgrade is missing or not websocket" => {
+                    P::MissingUpgradeWebSocketHeader
+                }
+                "Connection is missing or lacks upgrade"
+                | "Connection is missing or lacks the upgrade token" => {
+                    P::MissingConnectionUpgradeHeader
+                }
+                "Sec-WebSocket-Key is missing or repeated" => P::MissingSecWebSocketKey,
+                "Sec-WebSocket-Key is not 16 bytes in base64" => P::InvalidSecWebSocketKey,
+                "Sec-WebSocket-Accept is missing or repeated"
+                | "Sec-WebSocket-Accept does not match the key" => P::SecWebSocketAcceptKeyMismatch,
+                "a subprotocol was chosen but none was offered" => P::SecWebSocketSubProtocolError(
+                    SubProtocolError::ServerSentSubProtocolNoneRequested,
+                ),
+                "the chosen subprotocol was not offered"
+                | "more than one Sec-WebSocket-Protocol" => {
+                    P::SecWebSocketSubProtocolError(SubProtocolError::InvalidSubProtocol)
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+        Some(Error::Protocol(protocol))
+    }
+
     /// The HTTP status a server answers this failure with.
     pub fn status(&self) -> http::StatusCode {
         match self {

@@ -18,7 +18,7 @@ use super::limits::HandshakeLimits;
 use super::origin::OriginPolicy;
 use crate::deflate::params::server_negotiate;
 use crate::deflate::{DeflateConfig, DeflateParams};
-use crate::error::{Error, HandshakeFailure, Result};
+use crate::error::{Error, HandshakeFailure, ProtocolError, Result};
 
 /// The response a [`Callback`] refuses a request with: any status, headers
 /// and an optional text body.
@@ -850,6 +850,13 @@ pub fn error_response_bytes(error: &Error) -> Vec<u8> {
             let (parts, body) = failure.to_response(Version::HTTP_11).into_parts();
             (parts.status, parts.headers, body.into_bytes())
         }
+        // tungstenite's name for a version other than 13: 426 with the
+        // version this server speaks.
+        Error::Protocol(ProtocolError::MissingSecWebSocketVersionHeader) => {
+            let response = HandshakeFailure::UnsupportedVersion.to_response(Version::HTTP_11);
+            let (parts, body) = response.into_parts();
+            (parts.status, parts.headers, body.into_bytes())
+        }
         other => {
             let status = match other {
                 Error::Capacity(crate::error::CapacityError::TooManyHeaders) => {
@@ -862,8 +869,8 @@ pub fn error_response_bytes(error: &Error) -> Vec<u8> {
         }
     };
     if matches!(
-        error.handshake_failure(),
-        Some(HandshakeFailure::UnsupportedVersion)
+        error,
+        Error::Protocol(ProtocolError::MissingSecWebSocketVersionHeader)
     ) {
         headers.insert(CONNECTION, HeaderValue::from_static("Upgrade, close"));
     } else {
@@ -936,6 +943,18 @@ mod tests {
 
     fn receive_with(callback: impl Callback, input: &[u8]) -> Result<Option<ServerUpgradeDone>> {
         ServerUpgrade::new(callback).receive(input)
+    }
+
+    /// lockgate's reason for a bad request, or tungstenite's variant
+    /// where it has one for the condition.
+    fn bad_request(result: Result<Option<ServerUpgradeDone>>) -> String {
+        match result.map_err(Error::into_detail) {
+            Err(Ok(crate::error::Detail::Handshake(HandshakeFailure::BadRequest(why)))) => {
+                why.into()
+            }
+            Err(Err(Error::Protocol(error))) => format!("{error:?}"),
+            other => panic!("expected a bad request, got {other:?}"),
+        }
     }
 
     fn failure(result: Result<Option<ServerUpgradeDone>>) -> HandshakeFailure {
@@ -1015,8 +1034,8 @@ mod tests {
     #[test]
     fn bad_requests() {
         let cases = [
-            (request_with("GET", "POST"), "the method is not GET"),
-            (request_with("HTTP/1.1", "HTTP/1.0"), "HTTP/1.1 is required"),
+            (request_with("GET", "POST"), "WrongHttpMethod"),
+            (request_with("HTTP/1.1", "HTTP/1.0"), "WrongHttpVersion"),
             (
                 request_with("Host: example.com\r\n", ""),
                 "Host is missing or repeated",
@@ -1027,34 +1046,32 @@ mod tests {
             ),
             (
                 request_with("Upgrade: websocket", "Upgrade: h2c"),
-                "Upgrade is missing or lacks websocket",
+                "MissingUpgradeWebSocketHeader",
             ),
             (
                 request_with("Connection: Upgrade", "Connection: keep-alive"),
-                "Connection is missing or lacks upgrade",
+                "MissingConnectionUpgradeHeader",
             ),
             (
                 request_with("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", ""),
-                "Sec-WebSocket-Key is missing or repeated",
+                "MissingSecWebSocketKey",
             ),
             (
                 request_with("dGhlIHNhbXBsZSBub25jZQ==", "dGhlIHNhbXBsZSBub25jZQ"),
-                "Sec-WebSocket-Key is not 16 bytes in base64",
+                "InvalidSecWebSocketKey",
             ),
             (
                 request_with("dGhlIHNhbXBsZSBub25jZQ==", "dGhlIHNhbXBsZSBub25jZXM="),
-                "Sec-WebSocket-Key is not 16 bytes in base64",
+                "InvalidSecWebSocketKey",
             ),
             (
                 request_with("dGhlIHNhbXBsZSBub25jZQ==", "!GhlIHNhbXBsZSBub25jZQ=="),
-                "Sec-WebSocket-Key is not 16 bytes in base64",
+                "InvalidSecWebSocketKey",
             ),
         ];
         for (request, expected) in cases {
-            match failure(receive_with(NoCallback, request.as_bytes())) {
-                HandshakeFailure::BadRequest(message) => assert_eq!(message, expected),
-                other => panic!("{request:?}: {other:?}"),
-            }
+            let reason = bad_request(receive_with(NoCallback, request.as_bytes()));
+            assert_eq!(reason, expected, "{request:?}");
         }
     }
 
@@ -1077,11 +1094,9 @@ mod tests {
             "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Version: 8\r\n",
         ] {
             let request = request_with("Sec-WebSocket-Version: 13\r\n", version);
-            let error = failure(receive_with(NoCallback, request.as_bytes()));
-            assert!(
-                matches!(error, HandshakeFailure::UnsupportedVersion),
-                "{version:?}: {error:?}"
-            );
+            // tungstenite's name for it; answered 426 all the same.
+            let reason = bad_request(receive_with(NoCallback, request.as_bytes()));
+            assert_eq!(reason, "MissingSecWebSocketVersionHeader", "{version:?}");
         }
     }
 
@@ -1211,7 +1226,7 @@ mod tests {
         };
 
         let bad = text(HandshakeFailure::BadRequest("the method is not GET"));
-        let body = "bad WebSocket upgrade request: the method is not GET\n";
+        let body = "WebSocket protocol error: Unsupported HTTP method used - only GET is allowed\n";
         assert_eq!(
             bad,
             format!(

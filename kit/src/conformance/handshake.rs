@@ -58,6 +58,13 @@ pub fn accept_drops_a_silent_client_at_the_deadline<D: Sockets>() {
     );
 }
 
+/// A handshake's refusal: tungstenite's variant where it has one for the
+/// condition (`Protocol(WrongHttpMethod)`, `Protocol(HttparseError(_))`),
+/// else lockgate's [`HandshakeFailure`](lockgate::HandshakeFailure).
+fn is_refusal(error: &Error) -> bool {
+    error.handshake_failure().is_some() || matches!(error, Error::Protocol(_))
+}
+
 /// A server answers what cannot be an upgrade request with the right HTTP
 /// error and `Connection: close` at once: with no deadline at all, so only
 /// the refusal can end the handshake (the client's hang guard fails a
@@ -77,11 +84,7 @@ pub fn a_server_refuses_what_is_not_a_request_at_once<D: Sockets>() {
         assert!(answer.contains("\r\nConnection: close\r\n"), "{what}");
         let result = server.join().unwrap();
         assert!(
-            result
-                .as_ref()
-                .err()
-                .and_then(|e| e.handshake_failure())
-                .is_some(),
+            result.as_ref().err().is_some_and(is_refusal),
             "{what}: {result:?}"
         );
     }
@@ -99,11 +102,7 @@ pub fn a_client_refuses_what_is_not_a_response_at_once<D: Sockets>() {
         let options = ClientOptions::new().config(no_deadline());
         let result = D::dial_and_echo(&url, options, what);
         assert!(
-            result
-                .as_ref()
-                .err()
-                .and_then(|e| e.handshake_failure())
-                .is_some(),
+            result.as_ref().err().is_some_and(is_refusal),
             "{what}: {:?}",
             result.map(drop)
         );
