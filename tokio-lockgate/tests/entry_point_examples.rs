@@ -94,3 +94,18 @@ fn observe() {
         "{stderr:#?}"
     );
 }
+
+#[cfg(feature = "rustls")]
+#[test]
+fn private_ca() {
+    let _ = runs_to_completion(
+        Program::start("private-ca", &[]),
+        &[
+            "wrote the CA certificate to",
+            "trusting 1 certificate(s) from",
+            "101 Switching Protocols",
+            "reply: hello over a private CA",
+            "closed cleanly",
+        ],
+    );
+}
