@@ -69,11 +69,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Both ends are in this process, so each message is counted twice:
     // received by the server, and its echo received by the client.
-    println!("# the lockgate series the exporter renders:");
-    for line in prometheus.render().lines() {
-        if line.starts_with("lockgate_") && !line.ends_with(" 0") {
-            println!("{line}");
-        }
+    // The exporter's text, as `/metrics` would serve it: here only the
+    // samples of lockgate's series that are not zero, sorted by name.
+    let rendered = prometheus.render();
+    let mut samples: Vec<&str> = rendered
+        .lines()
+        .filter(|line| line.starts_with("lockgate_") && !line.ends_with(" 0"))
+        .collect();
+    samples.sort_unstable();
+    println!("# lockgate's series, as the exporter renders them:");
+    for sample in samples {
+        println!("{sample}");
     }
     println!(
         "(a series name from lockgate::observe::names: {})",
