@@ -170,7 +170,12 @@ cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --doc
 # Counters and spans: exact counts for known workloads, each close and
 # timeout and refusal, the hub's counters, a drain's closes.
 cargo test -p lockgate --features metrics,tracing --lib --test metrics --test rate_limits
-cargo test -p tokio-lockgate --features metrics,tracing,axum --lib --test metrics --test drain --test rate_limits
+# `--test` alone builds no example: the examples these run as programs
+# are built first (production_example.rs: chat through the hub, 403 for
+# another site's page, /metrics, SIGTERM's drain; entry_point_examples.rs:
+# every entry-point example, observe included, which needs these features).
+cargo build -p tokio-lockgate --features metrics,tracing,axum --examples
+cargo test -p tokio-lockgate --features metrics,tracing,axum --lib --test metrics --test drain --test rate_limits --test production_example --test entry_point_examples
 
 step "README commands, run as written: servers answered by the README's clients (scripts/readme-commands.sh)"
 bash scripts/readme-commands.sh

@@ -125,6 +125,34 @@ impl Program {
         block.join("\n") + "\n"
     }
 
+    /// Sends signal `name` (`TERM`, `INT`, ...) to the program itself, not
+    /// its group.
+    pub fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .args(["-s", name, &self.child.id().to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("{}: kill -s {name}: {e}", self.name));
+        assert!(sent.success(), "{}: kill -s {name}: {sent}", self.name);
+    }
+
+    /// Waits for the program to exit, at most [`WAIT`], and returns how it
+    /// did; panics with its stderr if it is still running then.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}: still running {WAIT:?} later; stderr: {:#?}",
+                self.name,
+                self.stderr_lines()
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn type_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin is open");
         stdin.write_all(line.as_bytes()).unwrap();
@@ -138,6 +166,7 @@ impl Drop for Program {
         // The group is the child's PID (process_group(0)).
         let _ = Command::new("kill")
             .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
             .status();
         let _ = self.child.kill();
         let _ = self.child.wait();

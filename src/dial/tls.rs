@@ -48,22 +48,28 @@ use crate::error::{Error, Result, UrlError};
 ///
 /// # Examples
 ///
-/// Trusting a private certificate authority (feature `rustls`):
+/// Trusting a private certificate authority whose certificate is in a PEM
+/// file (feature `rustls`); tokio-lockgate's `examples/private-ca.rs` runs
+/// the same against a server whose certificate it has that CA sign:
 ///
-/// ```
+/// ```no_run
 /// # #[cfg(feature = "rustls")] {
 /// use std::sync::Arc;
 /// use lockgate::dial::rustls::RootCertStore;
+/// use lockgate::dial::rustls::pki_types::CertificateDer;
+/// use lockgate::dial::rustls::pki_types::pem::PemObject;
 /// use lockgate::{ClientOptions, Connector};
 ///
 /// let mut roots = RootCertStore::empty();
-/// // roots.add(your_ca_certificate)?;
+/// for certificate in CertificateDer::pem_file_iter("ca.pem")? {
+///     roots.add(certificate?)?;
+/// }
 /// let config = lockgate::dial::client_config(roots)?;
 /// let options = ClientOptions::new().tls(Connector::Rustls(Arc::new(config)));
-/// // options.connect("wss://internal.example:8443/feed")?;
-/// # drop(options);
+/// let (ws, _response) = options.connect("wss://internal.example:8443/feed")?;
+/// # drop(ws);
 /// # }
-/// # Ok::<(), lockgate::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 #[non_exhaustive]

@@ -13,6 +13,10 @@
 //! To accept other origins, add the policy to the routes as an
 //! [`Extension`](::axum::Extension) layer, as below.
 //!
+//! Runnable: `examples/axum.rs` (an echo over HTTP/1.1, h2c and TLS) and
+//! `examples/production.rs` (with a hub, limits, metrics, tracing and a
+//! drain on SIGTERM, through `on_upgrade_registered`).
+//!
 //! ```no_run
 //! use axum::response::Response;
 //! use axum::routing::any;

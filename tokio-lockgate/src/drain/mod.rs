@@ -121,6 +121,10 @@
 //! The axum extractor does it in
 //! `WebSocketUpgrade::on_upgrade_registered(&drain, callback)`.
 //!
+//! Runnable: `examples/drain.rs` (register, start, report, in one
+//! program) and `examples/production.rs` (an axum server drained on
+//! SIGTERM, its hub subscribers attached).
+//!
 //! [`accepted`]: https://docs.rs/tokio-lockgate/latest/tokio_lockgate/upgrade/fn.accepted.html
 //! [`Subscriber`]: crate::hub::Subscriber
 //! [`WebSocketReadHalf`]: crate::WebSocketReadHalf

@@ -19,6 +19,9 @@
 //!   never reads costs at most its bound (plus its connection's write
 //!   buffer), whatever is published.
 //!
+//! Runnable: `examples/hub.rs` (one publisher, three connections) and
+//! `examples/production.rs` (a chat in an axum server).
+//!
 //! ```
 //! use futures_util::StreamExt;
 //! use tokio_lockgate::hub::{Hub, HubConfig};
