@@ -83,6 +83,9 @@ rules() {
     pair 'cargo run -p tokio-lockgate --features axum --example axum -- 127.0.0.1:3000' 3000 \
         'cargo run -p tokio-lockgate --example tokio-client -- ws://127.0.0.1:3000/ws'
     tls_server 'cargo run -p tokio-lockgate --features axum --example axum -- 127.0.0.1:3443 --tls' 3443
+    serve 'cargo run -p tokio-lockgate --features axum,metrics,tracing --example production -- 127.0.0.1:3000' 3000 \
+        "curl -s http://127.0.0.1:3000/ | grep -c 'new WebSocket'" \
+        "curl -s http://127.0.0.1:3000/metrics | grep -E '^lockgate_(connections|hub_)'"
 
     # The cluster's state goes to a directory of its own: a cluster the
     # reader started by hand from the README is left alone.
