@@ -19,6 +19,8 @@
 #   poem 3.1.12                  --features websocket,test: the unit and doc tests of
 #                                web::websocket (poem uses tokio-tungstenite 0.27)
 #   tokio-tungstenite-wasm 0.9.0 the native side's unit tests (tokio-tungstenite 0.29)
+#   salvo_extra 1.1.0            --features websocket: the unit tests of salvo's
+#                                websocket module (already on tokio-tungstenite 0.30)
 #
 # How, for each framework:
 #
@@ -56,16 +58,16 @@
 # Needs cargo, python3 (to read cargo's JSON and edit the manifests),
 # patch and timeout; the network only for crates.io.
 #
-# Output: cargo's, then one summary line per framework (tests passed and
-# failed, or "build failed"); the exit status is 1 if any framework failed
-# to build or any test failed.
+# Output: cargo's, then a summary: per framework the tests passed and
+# failed, and the same per `cargo test` command (or "build failed"). The
+# exit status is 1 if any framework failed to build or any test failed.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/tungstenite-rename.sh
 source "$ROOT/scripts/tungstenite-rename.sh"
 
-ALL_FRAMEWORKS=(axum warp poem tokio-tungstenite-wasm)
+ALL_FRAMEWORKS=(axum warp poem tokio-tungstenite-wasm salvo_extra)
 TIMEOUT=${FRAMEWORK_SUITES_TIMEOUT:-2400}
 
 UPSTREAM=0
@@ -114,6 +116,11 @@ framework() {
             VERSION=0.9.0
             FETCH_FEATURES=
             TESTS=("--lib")
+            ;;
+        salvo_extra)
+            VERSION=1.1.0
+            FETCH_FEATURES='"websocket"'
+            TESTS=("--features websocket --lib websocket")
             ;;
         *) fail "unknown framework '$1' (known: ${ALL_FRAMEWORKS[*]})" ;;
     esac
@@ -215,36 +222,48 @@ prepare() {
     point_dependencies "$dest/Cargo.toml" lockgate
 }
 
-# 4. The tests. run_tests NAME: appends "NAME VERSION: ..." to SUMMARY.
-SUMMARY=()
-STATUS=0
-run_tests() {
-    local name=$1 args passed=0 failed=0 broken=0 log=$WORK/src/$1.log line
-    framework "$name"
-    : >"$log"
-    for args in "${TESTS[@]}"; do
-        printf '\n--- %s %s: cargo test %s\n' "$name" "$VERSION" "$args" | tee -a "$log"
-        # shellcheck disable=SC2086 # $args is a list of cargo arguments
-        if ! (cd "$WORK/src/$name" && CARGO_TARGET_DIR=$WORK/target \
-            timeout --kill-after=30 "$TIMEOUT" cargo test $args) 2>&1 | tee -a "$log"; then
-            broken=1
-        fi
-    done
+# 4. The tests. count LOG: "P F", the tests passed and failed in cargo's output.
+count() {
+    local passed=0 failed=0 line
     while read -r line; do
         [[ $line =~ ([0-9]+)\ passed\;\ ([0-9]+)\ failed ]] || continue
         passed=$((passed + BASH_REMATCH[1]))
         failed=$((failed + BASH_REMATCH[2]))
-    done < <(grep -a '^test result: ' "$log")
-    local what="$name $VERSION: $passed passed, $failed failed"
-    if ((broken && !failed)); then
-        if grep -aq '^error\(\[E[0-9]*\]\)\?:' "$log"; then
-            what+=", build failed"
-        else
-            what+=", cargo test failed (timeout after ${TIMEOUT} s or a crashed test binary)"
+    done < <(grep -a '^test result: ' "$1")
+    echo "$passed $failed"
+}
+
+# run_tests NAME: runs its cargo test commands, appends its line to SUMMARY.
+SUMMARY=()
+STATUS=0
+run_tests() {
+    local name=$1 args log=$WORK/src/$1.log part=$WORK/src/$1.part.log passed failed
+    local total_passed=0 total_failed=0 details=() what
+    framework "$name"
+    : >"$log"
+    for args in "${TESTS[@]}"; do
+        printf '\n--- %s %s: cargo test %s\n' "$name" "$VERSION" "$args"
+        what=
+        # shellcheck disable=SC2086 # $args is a list of cargo arguments
+        if ! (cd "$WORK/src/$name" && CARGO_TARGET_DIR=$WORK/target \
+            timeout --kill-after=30 "$TIMEOUT" cargo test $args) 2>&1 | tee "$part"; then
+            STATUS=1
+            if grep -aq '^error\(\[E[0-9]*\]\)\?:' "$part"; then
+                what=", build failed"
+            else
+                what=", cargo test failed (a timeout after $TIMEOUT s or a crashed test binary)"
+            fi
         fi
-    fi
-    ((broken || failed)) && STATUS=1
-    SUMMARY+=("$what   (log: $log)")
+        read -r passed failed < <(count "$part")
+        ((failed)) && STATUS=1
+        total_passed=$((total_passed + passed))
+        total_failed=$((total_failed + failed))
+        details+=("$args: $passed passed, $failed failed$what")
+        cat "$part" >>"$log"
+    done
+    rm -f "$part"
+    SUMMARY+=("$name $VERSION: $total_passed passed, $total_failed failed (log: $log)")
+    SUMMARY+=("${details[@]/#/    cargo test }")
 }
 
 against="tokio-lockgate (renamed)"
