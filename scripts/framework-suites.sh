@@ -13,7 +13,9 @@
 # The frameworks, and the tests run (each with `cargo test`):
 #
 #   axum 0.8.9                   --features ws: the library's unit and integration
-#                                tests, and the doc tests of extract::ws
+#                                tests; extract::ws's unit tests again with http2
+#                                (one more: over HTTP/2's extended CONNECT); the
+#                                doc tests of extract::ws
 #   warp 0.4.3                   --features websocket,test --test ws (the newest warp;
 #                                its websocket support is tokio-tungstenite 0.29)
 #   poem 3.1.12                  --features websocket,test: the unit and doc tests of
@@ -100,7 +102,8 @@ framework() {
         axum)
             VERSION=0.8.9
             FETCH_FEATURES='"ws"'
-            TESTS=("--features ws --lib --tests" "--features ws --doc extract::ws")
+            TESTS=("--features ws --lib --tests" "--features ws,http2 --lib extract::ws"
+                "--features ws --doc extract::ws")
             ;;
         warp)
             VERSION=0.4.3
@@ -127,7 +130,7 @@ framework() {
 }
 
 WORK=${CARGO_TARGET_DIR:-$ROOT/target}/framework-suites
-[[ $WORK == /* ]] || WORK=$ROOT/$WORK
+[[ $WORK == /* ]] || WORK=$PWD/$WORK # as cargo reads a relative CARGO_TARGET_DIR
 mkdir -p "$WORK/fetch/src" "$WORK/src" "$WORK/target"
 
 # 1. The sources: one scratch package depending on every selected framework.
@@ -238,7 +241,7 @@ SUMMARY=()
 STATUS=0
 run_tests() {
     local name=$1 args log=$WORK/src/$1.log part=$WORK/src/$1.part.log passed failed
-    local total_passed=0 total_failed=0 details=() what
+    local total_passed=0 total_failed=0 details=() what broken=
     framework "$name"
     : >"$log"
     for args in "${TESTS[@]}"; do
@@ -250,8 +253,10 @@ run_tests() {
             STATUS=1
             if grep -aq '^error\(\[E[0-9]*\]\)\?:' "$part"; then
                 what=", build failed"
+                broken=", build failed"
             else
                 what=", cargo test failed (a timeout after $TIMEOUT s or a crashed test binary)"
+                broken=${broken:-, cargo test failed}
             fi
         fi
         read -r passed failed < <(count "$part")
@@ -262,7 +267,7 @@ run_tests() {
         cat "$part" >>"$log"
     done
     rm -f "$part"
-    SUMMARY+=("$name $VERSION: $total_passed passed, $total_failed failed (log: $log)")
+    SUMMARY+=("$name $VERSION: $total_passed passed, $total_failed failed$broken (log: $log)")
     SUMMARY+=("${details[@]/#/    cargo test }")
 }
 
