@@ -76,9 +76,8 @@ TUNGSTENITE_EXAMPLES=(autobahn-client autobahn-server callback-error client serv
 TOKIO_TUNGSTENITE_EXAMPLES=(autobahn-client autobahn-server client echo-server interval-server
     server server-custom-accept server-headers)
 
-rename() { # rename < upstream > ported
-    sed -e 's/tokio_tungstenite/tokio_lockgate/g' -e 's/tungstenite/lockgate/g'
-}
+# shellcheck source=scripts/tungstenite-rename.sh
+source "$ROOT/scripts/tungstenite-rename.sh"
 
 # port SRC_CRATE_DIR OUT_DIR LICENSE_FILE EXAMPLE...
 port() {
@@ -89,7 +88,7 @@ port() {
     [[ $found == "$(printf '%s\n' "$@" | sort | tr '\n' ' ')" ]] ||
         fail "$src/examples has [$found], expected [$*]"
     for name in "$@"; do
-        rename <"$src/examples/$name.rs" >"$out/$name.rs"
+        tungstenite_rename <"$src/examples/$name.rs" >"$out/$name.rs"
     done
     cp "$src/$license" "$out/$license"
 }

@@ -7,7 +7,9 @@
 # with Python `websockets` and Node `ws` (package lockgate-interop),
 # fan-out across processes through a real NATS server (lockgate-fanout and
 # loadgen's broadcast mode, scripts/fanout-test.sh), and Autobahn in both
-# modes through all three drivers. It installs what it needs on a fresh machine:
+# modes through all three drivers, and the websocket tests of five web
+# frameworks built on tokio-tungstenite, renamed (crates.io). It installs
+# what it needs on a fresh machine:
 # the Autobahn runner's venv (PyPI), the interop peers (PyPI, npm registry)
 # nats-server, tinyproxy, stunnel4, microsocks and chromium (Debian's packages),
 # and pproxy (PyPI).
@@ -196,6 +198,11 @@ bash compat/build-examples.sh
 cargo clippy -p lockgate-compat --tests -- -D warnings
 cargo test -p lockgate-compat
 bash compat/run-autobahn.sh
+
+step "web frameworks built on tokio-tungstenite: their websocket tests, renamed, on tokio-lockgate (scripts/framework-suites.sh)"
+# axum, warp, poem, tokio-tungstenite-wasm and salvo_extra from crates.io;
+# the summary gives each framework's passed and failed tests.
+bash scripts/framework-suites.sh
 
 step "fan-out across processes: nats-server, 2 lockgate-fanout nodes, loadgen broadcast, broker killed and restarted (scripts/fanout-test.sh)"
 bash scripts/fanout-test.sh
