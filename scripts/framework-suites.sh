@@ -58,7 +58,7 @@
 # fetch/ (the scratch package), src/<name>/ (the copies, rewritten on each
 # run) and target/ (one target directory shared by the frameworks).
 # Needs cargo, python3 (to read cargo's JSON and edit the manifests),
-# patch and timeout; the network only for crates.io.
+# patch and timeout; the network only for the cargo registry.
 #
 # Output: cargo's, then a summary: per framework the tests passed and
 # failed, and the same per `cargo test` command (or "build failed"). The

@@ -8,7 +8,7 @@
 # fan-out across processes through a real NATS server (lockgate-fanout and
 # loadgen's broadcast mode, scripts/fanout-test.sh), and Autobahn in both
 # modes through all three drivers, and the websocket tests of five web
-# frameworks built on tokio-tungstenite, renamed (crates.io). It installs
+# frameworks built on tokio-tungstenite, renamed (from the cargo registry). It installs
 # what it needs on a fresh machine:
 # the Autobahn runner's venv (PyPI), the interop peers (PyPI, npm registry)
 # nats-server, tinyproxy, stunnel4, microsocks and chromium (Debian's packages),
@@ -200,7 +200,7 @@ cargo test -p lockgate-compat
 bash compat/run-autobahn.sh
 
 step "web frameworks built on tokio-tungstenite: their websocket tests, renamed, on tokio-lockgate (scripts/framework-suites.sh)"
-# axum, warp, poem, tokio-tungstenite-wasm and salvo_extra from crates.io;
+# axum, warp, poem, tokio-tungstenite-wasm and salvo_extra from the cargo registry;
 # the summary gives each framework's passed and failed tests.
 bash scripts/framework-suites.sh
 
