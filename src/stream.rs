@@ -261,10 +261,10 @@ impl Connector {
     ///
     /// # Errors
     ///
-    /// [`Error::Url`] for [`Mode::Tls`] with [`Connector::Plain`];
+    /// [`Error::Url`](crate::Error::Url) for [`Mode::Tls`] with [`Connector::Plain`];
     /// [`InvalidDnsName`](crate::error::TlsError::InvalidDnsName)
-    /// for a host that is not a server name; [`Error::Tls`] and
-    /// [`Error::Io`] for a failed native-tls handshake.
+    /// for a host that is not a server name; [`Error::Tls`](crate::Error::Tls) and
+    /// [`Error::Io`](crate::Error::Io) for a failed native-tls handshake.
     pub fn wrap_stream<S: Read + Write + 'static>(
         self,
         stream: S,
@@ -302,7 +302,7 @@ impl Connector {
     ///
     /// # Errors
     ///
-    /// As for [`wrap_stream`](Self::wrap_stream); [`Error::Tls`] for a
+    /// As for [`wrap_stream`](Self::wrap_stream); [`Error::Tls`](crate::Error::Tls) for a
     /// handshake that failed; `wait`'s.
     pub(crate) fn secure<S>(
         self,

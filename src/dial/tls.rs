@@ -278,8 +278,7 @@ mod rustls_default {
              `rustls-tls-webpki-roots` or `rustls-tls-native-roots` feature, or pass \
              `Connector::Rustls` with your own rustls `ClientConfig`"
                 .to_owned(),
-        )
-        .into())
+        ))
     }
 
     #[cfg(any(
