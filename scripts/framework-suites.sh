@@ -23,6 +23,9 @@
 #   tokio-tungstenite-wasm 0.9.0 the native side's unit tests (tokio-tungstenite 0.29)
 #   salvo_extra 1.1.0            --features websocket: the unit tests of salvo's
 #                                websocket module (already on tokio-tungstenite 0.30)
+#   hyper-tungstenite 0.30.0     its integration tests: a hyper server upgrading
+#                                to a WebSocket, whole and split, over TCP (on
+#                                tokio-tungstenite 0.30 and tungstenite 0.30)
 #
 # How, for each framework:
 #
@@ -69,7 +72,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/tungstenite-rename.sh
 source "$ROOT/scripts/tungstenite-rename.sh"
 
-ALL_FRAMEWORKS=(axum warp poem tokio-tungstenite-wasm salvo_extra)
+ALL_FRAMEWORKS=(axum warp poem tokio-tungstenite-wasm salvo_extra hyper-tungstenite)
 TIMEOUT=${FRAMEWORK_SUITES_TIMEOUT:-2400}
 
 UPSTREAM=0
@@ -124,6 +127,11 @@ framework() {
             VERSION=1.1.0
             FETCH_FEATURES='"websocket"'
             TESTS=("--features websocket --lib websocket")
+            ;;
+        hyper-tungstenite)
+            VERSION=0.30.0
+            FETCH_FEATURES=
+            TESTS=("--lib --tests --examples")
             ;;
         *) fail "unknown framework '$1' (known: ${ALL_FRAMEWORKS[*]})" ;;
     esac

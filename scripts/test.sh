@@ -200,7 +200,7 @@ cargo test -p lockgate-compat
 bash compat/run-autobahn.sh
 
 step "web frameworks built on tokio-tungstenite: their websocket tests, renamed, on tokio-lockgate (scripts/framework-suites.sh)"
-# axum, warp, poem, tokio-tungstenite-wasm and salvo_extra from the cargo registry;
+# axum, warp, poem, tokio-tungstenite-wasm, salvo_extra and hyper-tungstenite from the cargo registry;
 # the summary gives each framework's passed and failed tests.
 bash scripts/framework-suites.sh
 
