@@ -10,7 +10,7 @@ use http::header::{HOST, HeaderValue, PROXY_AUTHORIZATION};
 
 use super::authority::authority;
 use super::error::ProxyRefusal;
-use crate::error::{Error, HandshakeFailure, ProtocolError, Result, UrlError};
+use crate::error::{Detail, Error, HandshakeFailure, ProtocolError, Result, UrlError};
 use crate::upgrade::head::{self, HeadReader};
 use crate::upgrade::progress::Progress;
 use crate::upgrade::summary::{BODY_SUMMARY, summarize_body};
@@ -101,7 +101,10 @@ impl ProxyTunnel {
                     "the proxy's status is invalid",
                 ))?;
             Ok((status, len))
-        })?;
+        })
+        // A proxy's answer is not a WebSocket handshake: its failures keep
+        // lockgate's words, never tungstenite's handshake variants.
+        .map_err(Detail::Handshake)?;
         let leftover = head.into_leftover(len);
         if !status.is_success() {
             return Err(HandshakeFailure::ProxyRefused(Box::new(ProxyRefusal {
@@ -145,7 +148,11 @@ impl Exchange for ProxyTunnel {
                 let outcome = self.answer(head);
                 self.progress.finish(outcome, Vec::new());
             }
-            Err(error) => self.progress.finish(Err(error.into()), Vec::new()),
+            // As in `answer`: the proxy's words, never the handshake's.
+            Err(failure) => {
+                let error = Detail::Handshake(failure).into();
+                self.progress.finish(Err(error), Vec::new());
+            }
         }
     }
 
