@@ -7,6 +7,7 @@
 # ported program must pass what the original passes, case by case.
 #
 #   bash compat/run-autobahn.sh [tungstenite|tokio-tungstenite|all] [server|client|all] [--update] [-v]
+#   bash compat/run-autobahn.sh --prepare   # the venv and the examples' builds only
 #
 #   server   kosoku drives `<crate>-autobahn-server`, which listens on
 #            127.0.0.1:9002 (hard-coded upstream)
@@ -16,6 +17,9 @@
 #   --update record this run as upstream's results (run it on upstream
 #            builds, see COMPAT_EXAMPLES_DIR)
 #   -v       print the full expected/received events of failing cases
+#   --prepare  create the venv and build the examples, run nothing: what
+#            needs the network, before a run in a private network
+#            namespace (scripts/private-network.sh, as scripts/test.sh does)
 #
 # The ports are the examples' own: they take no address argument, and the
 # point is to run them as shipped. They must be free (checked first).
@@ -65,8 +69,10 @@ KOSOKU_VERSION=$(sed -n 's/^KOSOKU_VERSION=\([0-9.]*\).*/\1/p' "$AUTOBAHN/run.sh
 CRATES=(tungstenite tokio-tungstenite)
 MODES=(server client)
 COMPARE_FLAGS=()
+PREPARE_ONLY=0
 for arg in "$@"; do
     case $arg in
+        --prepare) PREPARE_ONLY=1 ;;
         tungstenite | tokio-tungstenite) CRATES=("$arg") ;;
         server | client) MODES=("$arg") ;;
         all) ;;
@@ -77,7 +83,7 @@ for arg in "$@"; do
             exit 0
             ;;
         *)
-            echo "usage: $0 [tungstenite|tokio-tungstenite|all] [server|client|all] [--update] [-v]" >&2
+            echo "usage: $0 [tungstenite|tokio-tungstenite|all] [server|client|all] [--update] [-v] | --prepare" >&2
             exit 2
             ;;
     esac
@@ -326,6 +332,15 @@ finish() { # finish LABEL FAILED SECONDS OUTDIR
 }
 
 ensure_venv
+if ((PREPARE_ONLY)); then
+    for crate in "${CRATES[@]}"; do
+        for mode in "${MODES[@]}"; do
+            executable "$crate-autobahn-$mode" >/dev/null
+        done
+    done
+    log "prepared: the venv and the examples are built"
+    exit 0
+fi
 
 status=0
 for crate in "${CRATES[@]}"; do

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs a command in a private network namespace: its own loopback
+# (127.0.0.1 and ::1) and nothing else, so that programs listening on fixed
+# ports (the upstream tungstenite examples: 3012, 8080, 9001, 9002) neither
+# need those ports free on the host nor disturb whatever listens there.
+#
+#   bash scripts/private-network.sh COMMAND [ARG]...
+#
+# Inside, cargo runs offline (the namespace has no route out): build and
+# install what the command needs before (`cargo test --no-run`, a venv).
+# Where no namespace can be made (not root, no `unshare` or `ip`), or with
+# PRIVATE_NETWORK=off, the command runs on the host's network and this
+# says so; the fixed ports must then be free.
+set -euo pipefail
+(($#)) || {
+    echo "usage: $0 COMMAND [ARG]..." >&2
+    exit 2
+}
+if [[ ${PRIVATE_NETWORK:-on} != off ]] && command -v unshare >/dev/null &&
+    command -v ip >/dev/null && timeout 10 unshare -n ip link set lo up 2>/dev/null; then
+    exec env CARGO_NET_OFFLINE=true unshare -n bash -c 'ip link set lo up && exec "$@"' private-network "$@"
+fi
+echo "private-network.sh: no private network namespace here (unshare -n needs root, util-linux and iproute2): running on the host's network" >&2
+exec "$@"
