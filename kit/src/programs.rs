@@ -261,6 +261,43 @@ fn failures_in(report: &str) -> u64 {
         .unwrap_or_else(|| panic!("no failure count in {report:?}"))
 }
 
+/// Headless Chromium (Debian's `chromium`) showing `url`, in a profile
+/// directory of its own (named by `tag` and this process), which goes with
+/// it when dropped. `extra` flags come before the URL.
+pub struct HeadlessChromium {
+    browser: Option<Program>,
+    profile: PathBuf,
+}
+
+impl HeadlessChromium {
+    /// Opens `url`; check [`chromium_installed`] first.
+    pub fn open(tag: &str, extra: &[&str], url: &str) -> HeadlessChromium {
+        let profile =
+            std::env::temp_dir().join(format!("lockgate-chromium-{tag}-{}", std::process::id()));
+        let mut command = Command::new("chromium");
+        command
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+            ])
+            .args(extra)
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(url);
+        let browser = Some(Program::spawn("chromium", command));
+        HeadlessChromium { browser, profile }
+    }
+}
+
+impl Drop for HeadlessChromium {
+    fn drop(&mut self) {
+        // The browser first: it writes into its profile until it is gone.
+        drop(self.browser.take());
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
 /// Whether Debian's `chromium` runs here, for the tests a real browser
 /// drives. Missing, it is a skip with a note, or a failure when
 /// `LOCKGATE_REQUIRE_CHROMIUM` is set (as the test command sets it).

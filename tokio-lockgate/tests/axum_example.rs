@@ -26,7 +26,7 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 
-use support::programs::{Program, free_address};
+use support::programs::{HeadlessChromium, Program, free_address};
 
 /// The most any one exchange may take.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -216,22 +216,14 @@ fn chromium_opens_the_websocket_over_http2() {
     let addr = free_address();
     let server = Program::start("axum", &[&addr, "--tls"]);
     server.expect_line("listening on");
-    let profile = std::env::temp_dir().join(format!("lockgate-chromium-{}", std::process::id()));
-    let mut command = std::process::Command::new("chromium");
-    command.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--ignore-certificate-errors",
-        &format!("--user-data-dir={}", profile.display()),
+    let browser = HeadlessChromium::open(
+        "axum",
+        &["--ignore-certificate-errors"],
         &format!("https://{addr}/"),
-    ]);
-    let browser = Program::spawn("chromium", command);
+    );
     let opened = server.expect_line("websocket opened over");
     let report = server.expect_line("browser report:");
     drop(browser);
-    let _ = std::fs::remove_dir_all(&profile);
     assert_eq!(
         opened,
         "websocket opened over HTTP/2, subprotocol echo.v1, deflate on"

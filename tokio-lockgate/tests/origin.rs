@@ -469,7 +469,7 @@ mod chromium {
     use std::io::{Read, Write};
     use std::sync::mpsc;
 
-    use lockgate_kit::programs::{Program, free_address};
+    use lockgate_kit::programs::{HeadlessChromium, Program, free_address};
 
     /// Serves, on a port of its own, a page that opens `ws_url` and reports
     /// what happened to `/report`; the reports arrive on the receiver.
@@ -531,24 +531,13 @@ ws.onerror = () => report("echo failed");
         let example_args: Vec<&str> = example_args.iter().map(String::as_str).collect();
         let server = Program::start("axum", &example_args);
         server.expect_line("listening on");
-        let profile =
-            std::env::temp_dir().join(format!("lockgate-origin-{}-{}", std::process::id(), page));
-        let mut command = std::process::Command::new("chromium");
-        command.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            &format!("--user-data-dir={}", profile.display()),
-            &format!("http://{page}/"),
-        ]);
-        let browser = Program::spawn("chromium", command);
+        let tag = format!("origin-{page}");
+        let browser = HeadlessChromium::open(&tag, &[], &format!("http://{page}/"));
         let report = reports
             .recv_timeout(super::LIMIT)
             .expect("the page reports");
         drop(browser);
         drop(server);
-        let _ = std::fs::remove_dir_all(&profile);
         report
     }
 

@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tokio_lockgate::{CloseCode, MaybeTlsStream, Message, WebSocketStream, connect_async};
 
-use support::programs::Program;
+use support::programs::{HeadlessChromium, Program};
 
 /// The most any one exchange may take.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -145,25 +145,11 @@ async fn chromium_chats_through_the_hub() {
     }
     let (_server, addr) = start();
     let mut watcher = join(&addr).await;
-    let profile = std::env::temp_dir().join(format!(
-        "lockgate-chromium-production-{}",
-        std::process::id()
-    ));
-    let mut command = std::process::Command::new("chromium");
-    command.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        &format!("--user-data-dir={}", profile.display()),
-        &format!("http://{addr}/"),
-    ]);
-    let browser = Program::spawn("chromium", command);
+    let browser = HeadlessChromium::open("production", &[], &format!("http://{addr}/"));
     assert_eq!(next_text(&mut watcher).await, "hello from the browser");
     assert_eq!(
         next_text(&mut watcher).await,
         "the browser got its greeting back through the hub"
     );
     drop(browser);
-    let _ = std::fs::remove_dir_all(&profile);
 }
