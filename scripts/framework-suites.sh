@@ -156,16 +156,7 @@ mkdir -p "$WORK/fetch/src" "$WORK/src" "$WORK/target"
 METADATA=$(cd "$WORK/fetch" && cargo metadata --format-version 1) || fail "cargo metadata failed in $WORK/fetch"
 
 package_dir() { # package_dir NAME VERSION: its directory in cargo's registry sources
-    python3 -c '
-import json, os, sys
-name, version = sys.argv[1], sys.argv[2]
-for p in json.load(sys.stdin)["packages"]:
-    if p["name"] == name and p["version"] == version and p["source"]:
-        print(os.path.dirname(p["manifest_path"]))
-        break
-else:
-    sys.exit(f"{name} {version} is not in the dependency graph of the scratch package")
-' "$1" "$2" <<<"$METADATA"
+    registry_source_dir "$1" "$2" <<<"$METADATA"
 }
 
 # point_dependencies MANIFEST MODE: MODE "upstream" sets every

@@ -51,20 +51,14 @@ fail() {
     exit 1
 }
 
+# shellcheck source=scripts/tungstenite-rename.sh
+source "$ROOT/scripts/tungstenite-rename.sh"
+
 # package_dir NAME: the source directory of NAME $VERSION in the resolved graph.
 METADATA=$(cd "$ROOT" && cargo metadata --format-version 1) ||
     fail "cargo metadata failed"
-package_dir() {
-    python3 -c '
-import json, os, sys
-name, version = sys.argv[1], sys.argv[2]
-for p in json.load(sys.stdin)["packages"]:
-    if p["name"] == name and p["version"] == version and p["source"]:
-        print(os.path.dirname(p["manifest_path"]))
-        break
-else:
-    sys.exit(f"{name} {version} is not in the dependency graph (bench-peers should pin it)")
-' "$1" "$VERSION" <<<"$METADATA"
+package_dir() { # bench-peers pins both crates at $VERSION
+    registry_source_dir "$1" "$VERSION" <<<"$METADATA"
 }
 
 TUNGSTENITE=$(package_dir tungstenite) || fail "cannot locate tungstenite $VERSION"
@@ -75,9 +69,6 @@ TOKIO_TUNGSTENITE=$(package_dir tokio-tungstenite) || fail "cannot locate tokio-
 TUNGSTENITE_EXAMPLES=(autobahn-client autobahn-server callback-error client server srv_accept_unmasked_frames)
 TOKIO_TUNGSTENITE_EXAMPLES=(autobahn-client autobahn-server client echo-server interval-server
     server server-custom-accept server-headers)
-
-# shellcheck source=scripts/tungstenite-rename.sh
-source "$ROOT/scripts/tungstenite-rename.sh"
 
 # port SRC_CRATE_DIR OUT_DIR LICENSE_FILE EXAMPLE...
 port() {
