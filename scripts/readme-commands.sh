@@ -383,48 +383,17 @@ once() {
     return 0
 }
 
-pair() {
-    local server=$1 port=$2 client file cfile
-    shift 2
+# served KIND CHECK SERVER PORT COMMAND...: SERVER in the background on
+# PORT, each COMMAND run against it and judged by CHECK (called with the
+# command and the server), then SERVER stopped: what `pair` and `serve`
+# share.
+served() {
+    local kind=$1 check=$2 server=$3 port=$4 cmd file
+    shift 4
     case $PHASE in
         declare | list)
             know "$server" "server:$port"
-            for client in "$@"; do know "$client" "client:$port"; done
-            ;;
-        build)
-            build_for "$server"
-            for client in "$@"; do build_for "$client"; done
-            ;;
-        run)
-            file=$(log_file "$server")
-            log "starting: $server (port $port)"
-            if start_server "$server" "$port" "$file"; then
-                ok "$server: listening on $port"
-                for client in "$@"; do
-                    cfile=$(log_file "$client")
-                    log "running: $client"
-                    if run_once "$client" "$cfile"; then
-                        if grep -q 'closed cleanly' "$cfile"; then
-                            ok "$client: echo round trip with \`$server\`, closed cleanly"
-                        else
-                            fail "\`$client\` exited 0 without \"closed cleanly\"" "$cfile"
-                        fi
-                    fi
-                done
-            fi
-            stop_server "$port"
-            ;;
-    esac
-    return 0
-}
-
-serve() {
-    local server=$1 port=$2 cmd file
-    shift 2
-    case $PHASE in
-        declare | list)
-            know "$server" "server:$port"
-            for cmd in "$@"; do know "$cmd" "with:$port"; done
+            for cmd in "$@"; do know "$cmd" "$kind:$port"; done
             ;;
         build)
             build_for "$server"
@@ -437,7 +406,7 @@ serve() {
                 ok "$server: listening on $port"
                 for cmd in "$@"; do
                     log "running: $cmd"
-                    run_once "$cmd" "$(log_file "$cmd")" && ok "$cmd: exited 0 with \`$server\` running"
+                    "$check" "$cmd" "$server"
                 done
             fi
             stop_server "$port"
@@ -445,6 +414,31 @@ serve() {
     esac
     return 0
 }
+
+# An echo client: exits 0 and says "closed cleanly".
+echo_round_trip() {
+    local client=$1 server=$2 cfile
+    cfile=$(log_file "$client")
+    if run_once "$client" "$cfile"; then
+        if grep -q 'closed cleanly' "$cfile"; then
+            ok "$client: echo round trip with \`$server\`, closed cleanly"
+        else
+            fail "\`$client\` exited 0 without \"closed cleanly\"" "$cfile"
+        fi
+    fi
+    return 0
+}
+
+# Any command: exits 0.
+exits_zero() {
+    local cmd=$1 server=$2
+    run_once "$cmd" "$(log_file "$cmd")" && ok "$cmd: exited 0 with \`$server\` running"
+    return 0
+}
+
+pair() { served client echo_round_trip "$@"; }
+
+serve() { served with exits_zero "$@"; }
 
 tls_server() {
     local server=$1 port=$2 file pem deadline
