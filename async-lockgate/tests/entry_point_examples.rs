@@ -4,19 +4,9 @@
 
 use lockgate_kit::programs::Program;
 
-/// Runs example `name` to its end: each of `lines` must appear, in order,
-/// and it must exit with status 0.
+/// Runs example `name` to its end (see [`Program::runs_to_completion`]).
 fn runs_to_completion(name: &'static str, lines: &[&str]) {
-    let mut program = Program::start(name, &[]);
-    for line in lines {
-        program.expect_line(line);
-    }
-    let status = program.wait_exit();
-    assert!(
-        status.success(),
-        "{name}: {status}; stderr: {:#?}",
-        program.stderr_lines()
-    );
+    let _ = Program::start(name, &[]).runs_to_completion(lines);
 }
 
 #[test]

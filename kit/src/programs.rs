@@ -153,6 +153,22 @@ impl Program {
         }
     }
 
+    /// Runs the program to its end: each of `lines` must appear, in order,
+    /// and it must exit with status 0. Returns it, for its stderr.
+    pub fn runs_to_completion(mut self, lines: &[&str]) -> Program {
+        for line in lines {
+            self.expect_line(line);
+        }
+        let status = self.wait_exit();
+        assert!(
+            status.success(),
+            "{}: {status}; stderr: {:#?}",
+            self.name,
+            self.stderr_lines()
+        );
+        self
+    }
+
     pub fn type_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin is open");
         stdin.write_all(line.as_bytes()).unwrap();

@@ -7,70 +7,43 @@ use lockgate_kit as support;
 
 use support::programs::Program;
 
-/// Runs `program` to its end: each of `lines` must appear, in order,
-/// and it must exit with status 0. Returns its program, for its stderr.
-fn runs_to_completion(mut program: Program, lines: &[&str]) -> Program {
-    for line in lines {
-        program.expect_line(line);
-    }
-    let status = program.wait_exit();
-    assert!(
-        status.success(),
-        "{status}; stderr: {:#?}",
-        program.stderr_lines()
-    );
-    program
-}
-
 #[test]
 fn drain() {
-    let _ = runs_to_completion(
-        Program::start("drain", &[]),
-        &[
-            "3 connection(s) registered",
-            "a new client during the drain: 503 Service Unavailable",
-            "a client was closed: 1001 draining",
-            "drain report: 3 connection(s), 3 closed, 0 left before their turn, 0 cut",
-        ],
-    );
+    let _ = Program::start("drain", &[]).runs_to_completion(&[
+        "3 connection(s) registered",
+        "a new client during the drain: 503 Service Unavailable",
+        "a client was closed: 1001 draining",
+        "drain report: 3 connection(s), 3 closed, 0 left before their turn, 0 cut",
+    ]);
 }
 
 #[test]
 fn hub() {
-    let _ = runs_to_completion(
-        Program::start("hub", &[]),
-        &[
-            "3 subscriber(s) on \"news\"",
-            "queued for 3 subscriber(s)",
-            "client 2 got: canal closed for repairs",
-            "hub: 3 published, 9 delivered, 0 dropped",
-        ],
-    );
+    let _ = Program::start("hub", &[]).runs_to_completion(&[
+        "3 subscriber(s) on \"news\"",
+        "queued for 3 subscriber(s)",
+        "client 2 got: canal closed for repairs",
+        "hub: 3 published, 9 delivered, 0 dropped",
+    ]);
 }
 
 #[test]
 fn client_async() {
-    let _ = runs_to_completion(
-        Program::start("client-async", &[]),
-        &[
-            "handshake: 101",
-            "echo: over a stream I dialled",
-            "closed cleanly",
-        ],
-    );
+    let _ = Program::start("client-async", &[]).runs_to_completion(&[
+        "handshake: 101",
+        "echo: over a stream I dialled",
+        "closed cleanly",
+    ]);
 }
 
 #[test]
 fn accept_hdr_async() {
-    let _ = runs_to_completion(
-        Program::start("accept-hdr-async", &[]),
-        &[
-            "without x-room-token: 401 Unauthorized",
-            "server: upgrade to room \"lobby\"",
-            "x-room-greeting: Some(\"welcome to lobby\")",
-            "closed cleanly",
-        ],
-    );
+    let _ = Program::start("accept-hdr-async", &[]).runs_to_completion(&[
+        "without x-room-token: 401 Unauthorized",
+        "server: upgrade to room \"lobby\"",
+        "x-room-greeting: Some(\"welcome to lobby\")",
+        "closed cleanly",
+    ]);
 }
 
 /// Its counters, rendered by the Prometheus exporter, and its events,
@@ -80,13 +53,10 @@ fn accept_hdr_async() {
 fn observe() {
     let mut command = std::process::Command::new(support::programs::example_path("observe"));
     command.env("RUST_LOG", "lockgate=debug");
-    let program = runs_to_completion(
-        Program::spawn("observe", command),
-        &[
-            "lockgate_connections_opened_total 2",
-            "lockgate_messages_received_total 6",
-        ],
-    );
+    let program = Program::spawn("observe", command).runs_to_completion(&[
+        "lockgate_connections_opened_total 2",
+        "lockgate_messages_received_total 6",
+    ]);
     // On stderr, so not in order with the lines above.
     let stderr = program.stderr_lines();
     assert!(
@@ -98,14 +68,11 @@ fn observe() {
 #[cfg(feature = "rustls")]
 #[test]
 fn private_ca() {
-    let _ = runs_to_completion(
-        Program::start("private-ca", &[]),
-        &[
-            "wrote the CA certificate to",
-            "trusting 1 certificate(s) from",
-            "101 Switching Protocols",
-            "reply: hello over a private CA",
-            "closed cleanly",
-        ],
-    );
+    let _ = Program::start("private-ca", &[]).runs_to_completion(&[
+        "wrote the CA certificate to",
+        "trusting 1 certificate(s) from",
+        "101 Switching Protocols",
+        "reply: hello over a private CA",
+        "closed cleanly",
+    ]);
 }
