@@ -220,7 +220,7 @@ impl<S> WebSocket<S> {
     /// [`WebSocketConfig`](crate::protocol::WebSocketConfig) has, in place
     /// (the others, such as deadlines, stay as they are).
     pub fn set_config(&mut self, set_func: impl FnOnce(&mut crate::protocol::WebSocketConfig)) {
-        let mut settings = crate::protocol::WebSocketConfig::from(&self.context.config());
+        let mut settings = *self.get_config();
         set_func(&mut settings);
         let config = settings.apply_to(self.context.config());
         self.reconfigure(config);

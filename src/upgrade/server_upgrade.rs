@@ -831,8 +831,20 @@ fn text_response(status: StatusCode, error: &dyn fmt::Display) -> Response<Strin
 /// assert!(text.contains("\r\nSec-WebSocket-Version: 13\r\n"));
 /// ```
 pub fn error_response_bytes(error: &Error) -> Vec<u8> {
-    let (status, mut headers, body) = match error {
-        Error::Http(refusal) if !refusal.status().is_informational() => {
+    // The failure whose own answer to send: lockgate's, or the version
+    // other than 13 that tungstenite names MissingSecWebSocketVersionHeader.
+    let failure = match error {
+        Error::Protocol(ProtocolError::MissingSecWebSocketVersionHeader) => {
+            Some(&HandshakeFailure::UnsupportedVersion)
+        }
+        other => other.handshake_failure(),
+    };
+    let (status, mut headers, body) = match (error, failure) {
+        (_, Some(failure)) => {
+            let (parts, body) = failure.to_response(Version::HTTP_11).into_parts();
+            (parts.status, parts.headers, body.into_bytes())
+        }
+        (Error::Http(refusal), None) if !refusal.status().is_informational() => {
             let mut headers = refusal.headers().clone();
             for name in [CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING] {
                 headers.remove(name);
@@ -840,24 +852,12 @@ pub fn error_response_bytes(error: &Error) -> Vec<u8> {
             let body = refusal.body().clone().unwrap_or_default();
             (refusal.status(), headers, body)
         }
-        Error::Http(_) => {
+        (Error::Http(_), None) => {
             let response = text_response(StatusCode::INTERNAL_SERVER_ERROR, error);
             let (parts, body) = response.into_parts();
             (parts.status, parts.headers, body.into_bytes())
         }
-        other if other.handshake_failure().is_some() => {
-            let failure = other.handshake_failure().expect("checked by the guard");
-            let (parts, body) = failure.to_response(Version::HTTP_11).into_parts();
-            (parts.status, parts.headers, body.into_bytes())
-        }
-        // tungstenite's name for a version other than 13: 426 with the
-        // version this server speaks.
-        Error::Protocol(ProtocolError::MissingSecWebSocketVersionHeader) => {
-            let response = HandshakeFailure::UnsupportedVersion.to_response(Version::HTTP_11);
-            let (parts, body) = response.into_parts();
-            (parts.status, parts.headers, body.into_bytes())
-        }
-        other => {
+        (other, None) => {
             let status = match other {
                 Error::Capacity(crate::error::CapacityError::TooManyHeaders) => {
                     StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
@@ -868,10 +868,7 @@ pub fn error_response_bytes(error: &Error) -> Vec<u8> {
             (parts.status, parts.headers, body.into_bytes())
         }
     };
-    if matches!(
-        error,
-        Error::Protocol(ProtocolError::MissingSecWebSocketVersionHeader)
-    ) {
+    if matches!(failure, Some(HandshakeFailure::UnsupportedVersion)) {
         headers.insert(CONNECTION, HeaderValue::from_static("Upgrade, close"));
     } else {
         headers.insert(CONNECTION, HeaderValue::from_static("close"));
