@@ -360,8 +360,8 @@ impl<S: Read + Write> WebSocket<S> {
     ///
     /// # Errors
     ///
-    /// As for [`write`](Self::write); a full buffer gives the prepared
-    /// message it was prepared from back in [`Error::WriteBufferFull`].
+    /// As for [`write`](Self::write); a full buffer hands back the message
+    /// `msg` was prepared from, in [`Error::WriteBufferFull`].
     pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.context.write_prepared(msg)?;
         self.drive(Operation::Write).map(drop)

@@ -98,9 +98,6 @@ pub(crate) struct InFrames {
 /// [`InFrames::next_frame`] calls it; the codec itself checks only that a
 /// header is well formed.
 pub(crate) trait FrameCheck {
-    /// What stops decoding; a malformed header converts into it.
-    type Error: From<Error>;
-
     /// A new frame's header, before any of its payload is consumed or room
     /// is reserved for it: the announced length is still only the peer's
     /// claim, so every limit belongs here. Called once per frame.
@@ -108,7 +105,7 @@ pub(crate) trait FrameCheck {
     /// # Errors
     ///
     /// The frame must not be received; nothing of it is consumed.
-    fn header(&mut self, header: &FrameHeader) -> Result<(), Self::Error>;
+    fn header(&mut self, header: &FrameHeader) -> Result<(), Error>;
 
     /// Payload bytes of the frame with `header`, unmasked, as they arrive:
     /// each byte once and in order, all of them before the frame is
@@ -119,12 +116,7 @@ pub(crate) trait FrameCheck {
     ///
     /// The bytes are invalid; the connection is failed without waiting for
     /// the rest of the frame.
-    fn payload(
-        &mut self,
-        header: &FrameHeader,
-        bytes: &[u8],
-        ascii: bool,
-    ) -> Result<(), Self::Error>;
+    fn payload(&mut self, header: &FrameHeader, bytes: &[u8], ascii: bool) -> Result<(), Error>;
 }
 
 /// A frame whose header passed [`FrameCheck::header`] and whose whole
@@ -219,7 +211,7 @@ impl InFrames {
     pub(crate) fn next_frame<C: FrameCheck>(
         &mut self,
         check: &mut C,
-    ) -> Result<Option<Frame<'_>>, C::Error> {
+    ) -> Result<Option<Frame<'_>>, Error> {
         let header = match self.current {
             Some(frame) => frame.header(),
             None => {
@@ -363,8 +355,6 @@ pub(super) mod tests {
     pub(in crate::codec) struct AcceptAll;
 
     impl FrameCheck for AcceptAll {
-        type Error = Error;
-
         fn header(&mut self, _: &FrameHeader) -> Result<(), Error> {
             Ok(())
         }
@@ -385,8 +375,6 @@ pub(super) mod tests {
     }
 
     impl FrameCheck for Recorder {
-        type Error = Error;
-
         fn header(&mut self, header: &FrameHeader) -> Result<(), Error> {
             self.headers += 1;
             if header.payload_len > self.max {

@@ -298,8 +298,8 @@ impl<S: Unpin, R: Transport<S>> WebSocketStream<S, R> {
     ///
     /// # Errors
     ///
-    /// As for [`write`](Self::write); a full buffer gives the prepared
-    /// message it was prepared from back in [`Error::WriteBufferFull`].
+    /// As for [`write`](Self::write); a full buffer hands back the message
+    /// `msg` was prepared from, in [`Error::WriteBufferFull`].
     pub async fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.inner.core.context.write_prepared(msg)?;
         self.run_write().await

@@ -253,8 +253,8 @@ impl WebSocketContext {
     ///
     /// # Errors
     ///
-    /// As for [`write`](Self::write), except that a full buffer hands the
-    /// prepared message it was prepared from back in [`Error::WriteBufferFull`].
+    /// As for [`write`](Self::write), except that a full buffer hands back
+    /// the message `msg` was prepared from, in [`Error::WriteBufferFull`].
     pub fn write_prepared(&mut self, msg: &PreparedMessage) -> Result<()> {
         self.sending().write_prepared(msg)
     }

@@ -313,8 +313,6 @@ struct HeaderAndText<'a> {
 }
 
 impl FrameCheck for HeaderAndText<'_> {
-    type Error = Error;
-
     /// Enforces what RFC 6455 requires of a receiver before a byte of the
     /// payload is buffered.
     #[inline]
