@@ -612,10 +612,9 @@ report() { # the summary of the run phase; exits 1 on any failure
 
 # The run phase inside the private network namespace: this script again,
 # started by the one that built everything (below), not a command for you.
+# (scripts/private-network.sh brought its loopback up and set cargo
+# offline: everything is built, nothing here can reach a registry.)
 if [[ ${1:-} == --run-in-netns ]]; then
-    ip link set lo up || { log "FAIL: \`ip link set lo up\` in the private network namespace"; exit 1; }
-    # Everything is built; nothing here can reach a registry.
-    export CARGO_NET_OFFLINE=true
     # What the build phase reported (the setup commands), first.
     if [[ -s $LOGS/build-phase.summary ]]; then mapfile -t SUMMARY <"$LOGS/build-phase.summary"; fi
     PHASE=run
@@ -666,8 +665,8 @@ rules
 netns=no
 if [[ ${README_NETNS:-} == off ]]; then
     log "README_NETNS=off: the commands run on this host's network; the READMEs' fixed ports (9001, 9003, 3000, 3443) must be free"
-elif ! command -v unshare >/dev/null || ! timeout 10 unshare -n bash -c 'ip link set lo up' 2>"$LOGS/unshare.log"; then
-    log "no private network namespace (\`unshare -n\` failed: $(head -c 200 "$LOGS/unshare.log" 2>/dev/null || echo 'no unshare')): the commands run on this host's network, as before; the READMEs' fixed ports (9001, 9003, 3000, 3443) must be free"
+elif ! bash "$ROOT/scripts/private-network.sh" --check; then
+    log "no private network namespace (\`unshare -n\` needs root, util-linux and iproute2): the commands run on this host's network, as before; the READMEs' fixed ports (9001, 9003, 3000, 3443) must be free"
 else
     netns=yes
 fi
@@ -679,7 +678,8 @@ fi
 log "running the commands in a private network namespace (unshare -n, loopback only, cargo offline)"
 ((${#SUMMARY[@]} == 0)) || printf '%s\n' "${SUMMARY[@]}" >"$LOGS/build-phase.summary"
 rc=0
-timeout --kill-after=10 "${RUN_PHASE_TIMEOUT:-3600}" unshare -n bash "${BASH_SOURCE[0]}" --run-in-netns &
+timeout --kill-after=10 "${RUN_PHASE_TIMEOUT:-3600}" \
+    bash "$ROOT/scripts/private-network.sh" bash "${BASH_SOURCE[0]}" --run-in-netns &
 pid=$!
 PIDS+=("$pid")
 wait "$pid" || rc=$?
