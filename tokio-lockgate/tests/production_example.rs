@@ -33,12 +33,17 @@ fn start() -> (Program, String) {
     (server, addr)
 }
 
-async fn join(addr: &str) -> Client {
-    let (ws, response) = timeout(LIMIT, connect_async(format!("ws://{addr}/ws")))
+/// A client in the chat. The 101 comes before the server's handler has
+/// subscribed the connection to the hub, so it says `greeting` and waits
+/// for it to come back: from then on it gets every message published.
+async fn join(addr: &str, greeting: &str) -> Client {
+    let (mut ws, response) = timeout(LIMIT, connect_async(format!("ws://{addr}/ws")))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(response.status(), 101);
+    ws.send(Message::text(greeting)).await.unwrap();
+    assert_eq!(next_text(&mut ws).await, greeting);
     ws
 }
 
@@ -71,9 +76,11 @@ async fn raw_http1(addr: &str, request: &str) -> String {
 async fn chat_goes_to_everyone_other_sites_are_refused_and_metrics_are_served() {
     let (_server, addr) = start();
 
-    let mut alice = join(&addr).await;
-    let mut bob = join(&addr).await;
+    let mut alice = join(&addr, "alice is here").await;
+    let mut bob = join(&addr, "bob is here").await;
     alice.send(Message::text("hi all")).await.unwrap();
+    // Alice was in the chat when Bob said hello.
+    assert_eq!(next_text(&mut alice).await, "bob is here");
     assert_eq!(next_text(&mut alice).await, "hi all");
     assert_eq!(next_text(&mut bob).await, "hi all");
 
@@ -110,10 +117,7 @@ async fn chat_goes_to_everyone_other_sites_are_refused_and_metrics_are_served() 
 #[tokio::test]
 async fn sigterm_closes_open_websockets_with_1012_and_the_process_exits_0() {
     let (mut server, addr) = start();
-    let mut ws = join(&addr).await;
-    // Once its own message comes back, the connection is in the hub.
-    ws.send(Message::text("still here")).await.unwrap();
-    assert_eq!(next_text(&mut ws).await, "still here");
+    let mut ws = join(&addr, "still here").await;
 
     server.signal("TERM");
     server.expect_line("draining 1 WebSocket connection(s)");
@@ -144,7 +148,7 @@ async fn chromium_chats_through_the_hub() {
         return;
     }
     let (_server, addr) = start();
-    let mut watcher = join(&addr).await;
+    let mut watcher = join(&addr, "watching").await;
     let browser = HeadlessChromium::open("production", &[], &format!("http://{addr}/"));
     assert_eq!(next_text(&mut watcher).await, "hello from the browser");
     assert_eq!(
