@@ -3,6 +3,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_lockgate::Config;
 use tokio_lockgate::handshake::OriginPolicy;
@@ -17,6 +18,49 @@ pub struct NodeConfig {
     pub(crate) websocket: Config,
     pub(crate) origin: OriginPolicy,
     pub(crate) metrics: Option<RenderMetrics>,
+    pub(crate) history: Option<HistoryConfig>,
+}
+
+/// How much of each topic a node keeps, so that a client that reconnects
+/// (to any node) with `?since=EPOCH:POSITION` receives what it missed; see
+/// [`seq`](crate::seq).
+///
+/// With a broker ([`NodeConfig::nats`]) the history is a NATS JetStream
+/// stream, replicated over the broker's cluster: every node gives a message
+/// the same position, and a message is delivered only once the stream has
+/// stored it. Without one, the history is the node's own memory, and its
+/// epoch changes when the process restarts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryConfig {
+    pub(crate) messages: u64,
+    pub(crate) max_age: Option<Duration>,
+    pub(crate) replicas: Option<usize>,
+}
+
+impl HistoryConfig {
+    /// Keep the last `messages` messages of each topic (at least 1).
+    pub fn last(messages: u64) -> Self {
+        Self {
+            messages: messages.max(1),
+            max_age: None,
+            replicas: None,
+        }
+    }
+
+    /// Also drop messages older than `age` (default: kept until
+    /// [`last`](Self::last) pushes them out).
+    pub fn max_age(mut self, age: Option<Duration>) -> Self {
+        self.max_age = age;
+        self
+    }
+
+    /// Copies of the JetStream stream kept by the broker's cluster, 1 to 5
+    /// (default: 3 when the broker is a cluster of at least 3 servers,
+    /// else 1). Used when the stream is created.
+    pub fn replicas(mut self, replicas: Option<usize>) -> Self {
+        self.replicas = replicas.map(|r| r.clamp(1, 5));
+        self
+    }
 }
 
 /// The largest message a client may send, by default: a broadcast is
@@ -37,7 +81,19 @@ impl NodeConfig {
             websocket: Config::default().max_message_size(Some(DEFAULT_MAX_MESSAGE_SIZE)),
             origin: OriginPolicy::same_origin(),
             metrics: None,
+            history: None,
         }
+    }
+
+    /// Keep a history of each topic (see [`HistoryConfig`]): messages carry
+    /// positions for clients that offer [`seq::SUBPROTOCOL`], and a client
+    /// resumes with `?since=`. Default: none, messages are delivered at
+    /// most once, as they come.
+    ///
+    /// [`seq::SUBPROTOCOL`]: crate::seq::SUBPROTOCOL
+    pub fn history(mut self, history: HistoryConfig) -> Self {
+        self.history = Some(history);
+        self
     }
 
     /// Relay topics through the NATS server at `url` (`nats://HOST:PORT`),

@@ -58,9 +58,10 @@ mod relay;
 #[path = "relay_absent.rs"]
 mod relay;
 mod scrape;
+pub mod seq;
 mod state;
 pub mod topic;
 
-pub use config::{DEFAULT_MAX_MESSAGE_SIZE, NodeConfig};
+pub use config::{DEFAULT_MAX_MESSAGE_SIZE, HistoryConfig, NodeConfig};
 pub use node::{Node, NodeHandle};
 pub use state::{BROKER_LOST, NodeStats};

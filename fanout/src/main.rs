@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, ValueEnum};
 use lockgate::deflate::DeflateConfig;
 use lockgate::{RateLimit, RatePolicy};
-use lockgate_fanout::{DEFAULT_MAX_MESSAGE_SIZE, Node, NodeConfig, NodeHandle};
+use lockgate_fanout::{DEFAULT_MAX_MESSAGE_SIZE, HistoryConfig, Node, NodeConfig, NodeHandle};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_lockgate::drain::DrainOptions;
@@ -31,6 +31,21 @@ struct Args {
     /// standalone.
     #[arg(long, value_name = "nats://HOST:PORT")]
     nats: Option<String>,
+    /// Keep the last N messages of each topic (in NATS JetStream with
+    /// --nats, replicated over its cluster; in this process's memory
+    /// without). Clients that offer the subprotocol lockgate.seq.v1 receive
+    /// each message with its position, and resume after a position with
+    /// ws://ADDR/topics/NAME?since=EPOCH:POSITION (see README.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    history: Option<u64>,
+    /// With --history: also drop messages older than SECS seconds.
+    #[arg(long, value_name = "SECS", value_parser = seconds, requires = "history")]
+    history_age: Option<Duration>,
+    /// With --history and --nats: copies JetStream keeps of the history
+    /// when it creates it, 1 to 5 (default: 3 on a NATS cluster of at least
+    /// 3 servers, else 1).
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..=5), requires = "history")]
+    history_replicas: Option<u64>,
     /// Messages queued per client before the slow-consumer policy applies.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     queue_capacity: usize,
@@ -117,6 +132,13 @@ impl Args {
             .origin_policy(origins);
         if let Some(url) = &self.nats {
             config = config.nats(url.clone());
+        }
+        if let Some(messages) = self.history {
+            config = config.history(
+                HistoryConfig::last(messages)
+                    .max_age(self.history_age)
+                    .replicas(self.history_replicas.map(|r| r as usize)),
+            );
         }
         config
     }
