@@ -133,12 +133,12 @@ pub(super) async fn start(
             config.max_age,
             known_after,
         )),
-        store: Store::JetStream(Stream {
+        store: Store::JetStream(Box::new(Stream {
             context,
             stream: stream.clone(),
             node: format!("{:x}", node_id()),
             connections: AtomicU64::new(0),
-        }),
+        })),
         state,
     });
     let messages = consume_from(&stream, &client, known_after + 1)

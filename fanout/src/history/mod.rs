@@ -50,7 +50,7 @@ enum Store {
     Local(local::Sequencer),
     /// Positions are a JetStream stream's sequence numbers.
     #[cfg(feature = "nats")]
-    JetStream(jetstream::Stream),
+    JetStream(Box<jetstream::Stream>),
 }
 
 /// Why a client's `since` cannot be served.
@@ -110,7 +110,7 @@ impl History {
             Store::Local(sequencer) => Publisher::Local(sequencer.clone()),
             #[cfg(feature = "nats")]
             Store::JetStream(stream) => {
-                Publisher::JetStream(stream.publisher(Arc::clone(&self.state)))
+                Publisher::JetStream(Box::new(stream.publisher(Arc::clone(&self.state))))
             }
         }
     }
@@ -188,7 +188,7 @@ impl History {
         };
         let last = from_memory
             .last()
-            .and_then(|frame| position_of(frame))
+            .and_then(position_of)
             .unwrap_or(through)
             .max(through);
         write_all(ws, &from_memory).await?;
@@ -241,7 +241,7 @@ pub(crate) async fn write_one<W: PreparedSink>(
 pub(crate) enum Publisher {
     Local(local::Sequencer),
     #[cfg(feature = "nats")]
-    JetStream(jetstream::Publisher),
+    JetStream(Box<jetstream::Publisher>),
 }
 
 impl Publisher {
