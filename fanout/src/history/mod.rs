@@ -14,6 +14,7 @@
 //!   ([`SkipThrough`]).
 
 mod backlog;
+mod continuity;
 #[cfg(feature = "nats")]
 mod jetstream;
 mod local;
@@ -104,6 +105,17 @@ impl History {
         &self.epoch
     }
 
+    /// Whether the node delivers everything the store holds from now on:
+    /// not while it catches up after the broker came back. Until then it
+    /// takes no client.
+    pub(crate) fn caught_up(&self) -> bool {
+        match &self.store {
+            Store::Local(_) => true,
+            #[cfg(feature = "nats")]
+            Store::JetStream(stream) => stream.caught_up(&self.state),
+        }
+    }
+
     /// A connection's way into the store.
     pub(crate) fn publisher(&self) -> Publisher {
         match &self.store {
@@ -165,6 +177,11 @@ impl History {
     ) -> Result<u64, ReplayError> {
         if since.epoch() != self.epoch {
             return Err(ReplayError::Resync);
+        }
+        if !self.caught_up() {
+            return Err(ReplayError::Unavailable(
+                "catching up with the broker".to_owned(),
+            ));
         }
         let after = since.position();
         let plan = self.lock().plan(topic, after, Instant::now());
