@@ -14,6 +14,7 @@
 //!   ([`SkipThrough`]).
 
 mod backlog;
+#[cfg(feature = "nats")]
 mod continuity;
 #[cfg(feature = "nats")]
 mod jetstream;
@@ -281,7 +282,7 @@ impl Publisher {
     /// is anything the connection sends after it): the client should be
     /// told to come back. Never, for a store that cannot refuse.
     pub(crate) fn refused(&self) -> impl Future<Output = String> + Send + 'static {
-        let failures = match self {
+        let failures: Option<tokio::sync::watch::Receiver<Option<String>>> = match self {
             Publisher::Local(_) => None,
             #[cfg(feature = "nats")]
             Publisher::JetStream(publisher) => Some(publisher.failures()),
