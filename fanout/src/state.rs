@@ -18,6 +18,7 @@ pub(crate) struct NodeState {
     broker_up: AtomicBool,
     /// How many times the broker connection came back: what was published
     /// meanwhile never reached the node, and a history must catch up.
+    #[cfg(feature = "nats")]
     broker_returned: tokio::sync::watch::Sender<u64>,
     pub(crate) counters: Counters,
 }
@@ -84,6 +85,7 @@ impl NodeState {
             hub,
             drain: Drain::new(),
             broker_up: AtomicBool::new(true),
+            #[cfg(feature = "nats")]
             broker_returned: tokio::sync::watch::Sender::new(0),
             counters: Counters::default(),
         }
