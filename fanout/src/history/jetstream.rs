@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_nats::header::{NATS_LAST_SEQUENCE, NATS_SEQUENCE, NATS_SUBJECT};
+use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, pull};
 use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::stream::{
@@ -65,6 +66,16 @@ const DUPLICATE_WINDOW: Duration = Duration::from_secs(60);
 /// Messages of one client sent to JetStream and not yet acknowledged;
 /// past it, the client is not read until acknowledgements come back.
 const IN_FLIGHT: usize = 256;
+
+/// A replay spanning more positions than this (of all topics) reads in
+/// batches through a consumer rather than message by message.
+const BULK_SPAN: u64 = 256;
+
+/// Messages a replay's consumer fetches at once.
+const BULK_BATCH: usize = 512;
+
+/// How long a replay's consumer waits for a batch to fill.
+const BULK_WAIT: Duration = Duration::from_millis(500);
 
 /// Replayed frames written between flushes.
 const REPLAY_BATCH: usize = 64;
@@ -457,6 +468,20 @@ impl Stream {
             anchor = Some(after);
         }
         let mut cursor = after + 1;
+        if through - after > BULK_SPAN {
+            // Many messages, perhaps: read them in batches through a
+            // consumer of this topic, then check with the leader.
+            match self.bulk(&subject, cursor, through, ws).await {
+                Ok(Some((first, next))) => {
+                    anchor.get_or_insert(first);
+                    cursor = next;
+                }
+                Ok(None) => {}
+                Err(ReplayError::Closed) => return Err(ReplayError::Closed),
+                // The leader reads what the consumer could not.
+                Err(e) => eprintln!("lockgate-fanout: replay in batches: {e:?}"),
+            }
+        }
         let mut batch = Vec::with_capacity(REPLAY_BATCH);
         while cursor <= through {
             let Some(message) = first_from(cursor).await? else {
@@ -484,6 +509,82 @@ impl Stream {
             }
         }
         Ok(through)
+    }
+}
+
+impl Stream {
+    /// Writes what a consumer of `subject` from `from` reads, through
+    /// `through`, in batches; returns the first position written and the
+    /// one after the last (`None` if none was). The consumer may run on a replica
+    /// behind the leader, so the caller goes on from there with the
+    /// leader.
+    async fn bulk<W: PreparedSink>(
+        &self,
+        subject: &str,
+        from: u64,
+        through: u64,
+        ws: &mut W,
+    ) -> Result<Option<(u64, u64)>, ReplayError> {
+        let unavailable = |e: &dyn std::fmt::Display| ReplayError::Unavailable(e.to_string());
+        let consumer = self
+            .stream
+            .create_consumer(pull::Config {
+                filter_subject: subject.to_owned(),
+                deliver_policy: DeliverPolicy::ByStartSequence {
+                    start_sequence: from,
+                },
+                ack_policy: AckPolicy::None,
+                memory_storage: true,
+                num_replicas: 1,
+                inactive_threshold: Duration::from_secs(30),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| unavailable(&e))?;
+        let name = consumer.cached_info().name.clone();
+        let pending = consumer.cached_info().num_pending;
+        let result = async {
+            let mut written = None;
+            if pending == 0 {
+                return Ok(written);
+            }
+            let mut frames = Vec::with_capacity(BULK_BATCH);
+            loop {
+                let mut batch = consumer
+                    .batch()
+                    .max_messages(BULK_BATCH)
+                    .expires(BULK_WAIT)
+                    .messages()
+                    .await
+                    .map_err(|e| unavailable(&e))?;
+                frames.clear();
+                let mut done = true;
+                while let Some(message) = batch.next().await {
+                    let message = message.map_err(|e| unavailable(&e))?;
+                    let info = message.info().map_err(|e| unavailable(&e))?;
+                    let position = info.stream_sequence;
+                    if position > through {
+                        break;
+                    }
+                    written = Some((written.map_or(position, |(first, _)| first), position + 1));
+                    if let Some(frame) = frame(position, &message.payload) {
+                        frames.push(frame);
+                    }
+                    // The last the consumer sees (as of this message).
+                    done = info.pending == 0 || position == through;
+                    if done {
+                        break;
+                    }
+                }
+                write_all(ws, &frames).await?;
+                if done || frames.is_empty() {
+                    return Ok(written);
+                }
+            }
+        }
+        .await;
+        let _ = self.stream.delete_consumer(&name).await;
+        result
     }
 }
 
