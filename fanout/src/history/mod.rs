@@ -264,7 +264,8 @@ impl Publisher {
     /// is anything the connection sends after it): the client should be
     /// told to come back. Never, for a store that cannot refuse.
     pub(crate) fn refused(&self) -> impl Future<Output = String> + Send + 'static {
-        let failures = match self {
+        // Typed here: without the `nats` feature no arm says what it holds.
+        let failures: Option<tokio::sync::watch::Receiver<Option<String>>> = match self {
             Publisher::Local(_) => None,
             #[cfg(feature = "nats")]
             Publisher::JetStream(publisher) => Some(publisher.failures()),
