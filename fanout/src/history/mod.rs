@@ -59,6 +59,8 @@ pub(crate) enum ReplayError {
     /// The position is gone, or of another epoch: close with 4001.
     Resync,
     /// The store did not answer: the client should try again (1013).
+    /// Only a remote store (JetStream) can fail so.
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
     Unavailable(String),
     /// Writing to the client failed: it is gone.
     Closed,
