@@ -69,11 +69,12 @@ impl ResumeReport {
             _ => String::new(),
         };
         format!(
-            "{} subscribers x {} messages{positions}, exactly once and in order, across {} reconnects (to {} nodes), {} messages replayed, {} resyncs; publishers: {}, {} messages lost with a killed connection",
+            "{} subscribers x {} messages{positions}, exactly once and in order, across {} reconnects (to {} node{}), {} messages replayed, {} resyncs; publishers: {}, {} messages lost with a killed connection",
             self.subscribers,
             thousands(self.messages),
             thousands(self.reconnects),
             self.nodes,
+            if self.nodes == 1 { "" } else { "s" },
             thousands(self.replayed),
             self.resyncs,
             self.publishers,
@@ -176,6 +177,22 @@ pub(crate) enum Outcome {
     Failed(String),
     /// The watchdog stopped it: why, connections open, messages counted.
     Stopped(String, u64, u64),
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_are_separated_by_commas() {
+        for (n, text) in [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (8312, "8,312"),
+            (1234567, "1,234,567"),
+        ] {
+            assert_eq!(super::thousands(n), text);
+        }
+    }
 }
 
 #[derive(Serialize)]

@@ -45,6 +45,11 @@ const CONNECT_TIME: Duration = Duration::from_secs(20);
 /// [`MAX_BACKOFF`].
 const BACKOFF: Duration = Duration::from_millis(20);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// A subscriber that dropped its connection stays away for up to this long
+/// (uniformly, and at most a quarter of `--drop-interval`): messages
+/// are published meanwhile, so that resuming replays some from the
+/// history rather than only picking up the live ones.
+const MAX_AWAY: Duration = Duration::from_millis(100);
 
 /// How many messages the embedded node's history keeps per topic: the
 /// whole run twice over, so that no resume in it is ever too old.
@@ -205,12 +210,14 @@ impl Receiver {
         }
     }
 
-    /// Drops `ws` (whatever state it is in) and resumes on a random node.
-    async fn reconnect(&mut self, run: &Run, ws: Ws) -> Result<Ws, String> {
+    /// Drops `ws` (whatever state it is in) and resumes on a random node,
+    /// after staying away for `away`.
+    async fn reconnect(&mut self, run: &Run, ws: Ws, away: Duration) -> Result<Ws, String> {
         // Abruptly: no close frame, the TCP connection just goes.
         drop(ws);
         run.shared.connected.fetch_sub(1, Ordering::Relaxed);
         self.reconnects += 1;
+        tokio::time::sleep(away).await;
         let ws = self.open(run, None).await?;
         run.reconnects[self.node].fetch_add(1, Ordering::Relaxed);
         Ok(ws)
@@ -290,7 +297,13 @@ impl Receiver {
             self.received.resync();
             self.epoch = None;
         }
-        self.reconnect(run, ws).await
+        self.reconnect(run, ws, Duration::ZERO).await
+    }
+
+    /// How long a dropping subscriber stays away: see [`MAX_AWAY`].
+    fn away(&mut self, run: &Run) -> Duration {
+        let most = MAX_AWAY.min(Duration::from_secs_f64(run.drop_mean / 4.0));
+        most.mul_f64(self.rng.unit())
     }
 }
 
@@ -494,7 +507,8 @@ async fn subscribe(mut me: Receiver, mut ws: Ws, run: Arc<Run>) -> Result<Subscr
                 Err(Err(error)) => return Err(error),
             },
             _ = tokio::time::sleep_until(drop_at), if dropping => {
-                ws = me.reconnect(&run, ws).await?;
+                let away = me.away(&run);
+                ws = me.reconnect(&run, ws, away).await?;
                 drop_at = Instant::now() + Duration::from_secs_f64(me.rng.exponential(run.drop_mean));
             }
             _ = target_rx.changed(), if dropping => {}
