@@ -94,6 +94,7 @@ rules() {
     build 'cargo build --release -p lockgate-fanout'
     session 'bash scripts/fanout-cluster.sh start 2' 'bash scripts/fanout-cluster.sh stop' \
         "cargo run --release -p lockgate-loadgen -- --mode broadcast \$(bash scripts/fanout-cluster.sh urls | sed 's/^/--url /')"
+    once 'cargo run --release -p lockgate-loadgen -- --mode resume'
 
     skip 'bash scripts/test.sh' \
         'the test command itself: this script is one of its steps'
