@@ -21,7 +21,7 @@ use lockgate_fanout::seq::{Kind, RESYNC, SINCE_PARAM, SUBPROTOCOL, Sequenced, Si
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tokio_lockgate::{CloseCode, CloseFrame, Error, Message};
+use tokio_lockgate::{CloseCode, CloseFrame, Error, Message, ProtocolError};
 
 use crate::args::Args;
 use crate::broadcast::{due_at_ns, due_now};
@@ -72,6 +72,11 @@ fn with_since(url: &str, since: &Since) -> String {
 fn is_gone(err: &Error) -> bool {
     match err {
         Error::Io(_) | Error::ConnectionClosed | Error::AlreadyClosed => true,
+        // The stream ended: mid-handshake, or without a close frame (a
+        // killed node's socket).
+        Error::Protocol(
+            ProtocolError::HandshakeIncomplete | ProtocolError::ResetWithoutClosingHandshake,
+        ) => true,
         Error::Http(response) => matches!(response.status().as_u16(), 502..=504),
         _ => false,
     }
@@ -283,8 +288,7 @@ impl Receiver {
             }
             Ok(_) => Ok(None),
             // A reset, or the end of the stream without a close frame.
-            Err(Error::Io(_)) => Err(Ok(Ended::Gone)),
-            Err(Error::ConnectionClosed | Error::AlreadyClosed) => Err(Ok(Ended::Gone)),
+            Err(e) if is_gone(&e) => Err(Ok(Ended::Gone)),
             Err(e) => Err(Err(format!("{who}: read from node {node}: {e}"))),
         }
     }
@@ -387,9 +391,20 @@ pub(crate) async fn run(
     }
 
     let mut publisher_outs: Vec<Option<PublisherOut>> = (0..publishers).map(|_| None).collect();
-    while let Some(joined) = publisher_tasks.join_next().await {
-        let (j, out) = joined.map_err(|e| format!("publisher task failed: {e}"))?;
-        publisher_outs[j] = Some(out?);
+    let mut subscriber_outs: Vec<Option<SubscriberOut>> = (0..subscribers).map(|_| None).collect();
+    while !publisher_tasks.is_empty() {
+        tokio::select! {
+            Some(joined) = publisher_tasks.join_next() => {
+                let (j, out) = joined.map_err(|e| format!("publisher task failed: {e}"))?;
+                publisher_outs[j] = Some(out?);
+            }
+            // A subscriber ends before the publishers only on a failure:
+            // reported now rather than at the end of --duration.
+            Some(joined) = subscriber_tasks.join_next() => {
+                let (i, out) = joined.map_err(|e| format!("subscriber task failed: {e}"))?;
+                subscriber_outs[i] = Some(out?);
+            }
+        }
     }
     let publisher_outs: Vec<PublisherOut> = publisher_outs.into_iter().flatten().collect();
     let target = publisher_outs
@@ -399,7 +414,6 @@ pub(crate) async fn run(
         .unwrap_or(0);
     run.target.send_replace(Some(target));
 
-    let mut subscriber_outs: Vec<Option<SubscriberOut>> = (0..subscribers).map(|_| None).collect();
     while let Some(joined) = subscriber_tasks.join_next().await {
         let (i, out) = joined.map_err(|e| format!("subscriber task failed: {e}"))?;
         subscriber_outs[i] = Some(out?);
@@ -663,6 +677,12 @@ mod tests {
         }
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         assert!(is_gone(&Error::Io(refused)));
+        assert!(is_gone(&Error::Protocol(
+            ProtocolError::ResetWithoutClosingHandshake
+        )));
+        assert!(!is_gone(&Error::Protocol(
+            ProtocolError::MaskedFrameFromServer
+        )));
         let status = |s: u16| {
             let response = tokio_lockgate::http::Response::builder()
                 .status(s)
