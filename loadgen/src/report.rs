@@ -68,8 +68,17 @@ impl ResumeReport {
             (Some(first), Some(last)) => format!(" (positions {first}..{last})"),
             _ => String::new(),
         };
+        // With resyncs allowed, a subscriber may miss what a resync skips.
+        let how = if self.resyncs == 0 {
+            "exactly once and in order".to_owned()
+        } else {
+            format!(
+                "at most once and in order, with gaps only at the {} resyncs",
+                self.resyncs
+            )
+        };
         format!(
-            "{} subscribers x {} messages{positions}, exactly once and in order, across {} reconnects (to {} node{}), {} messages replayed, {} resyncs; publishers: {}, {} messages lost with a killed connection",
+            "{} subscribers x {} messages{positions}, {how}, across {} reconnects (to {} node{}), {} messages replayed, {} resyncs; publishers: {}, {} messages lost with a killed connection",
             self.subscribers,
             thousands(self.messages),
             thousands(self.reconnects),
@@ -181,6 +190,41 @@ pub(crate) enum Outcome {
 
 #[cfg(test)]
 mod tests {
+    use super::ResumeReport;
+
+    #[test]
+    fn the_verified_sentence_says_what_was_checked() {
+        let mut report = ResumeReport {
+            subscribers: 20,
+            messages: 4000,
+            first_position: Some(12),
+            last_position: Some(4011),
+            reconnects: 213,
+            reconnects_per_node: vec![70, 70, 73],
+            nodes: 3,
+            replayed: 8312,
+            resyncs: 0,
+            publishers: 2,
+            publisher_reconnects: 1,
+            publisher_lost: 3,
+            seed: 1,
+        };
+        assert_eq!(
+            report.verified(),
+            "20 subscribers x 4,000 messages (positions 12..4011), exactly once and in order, \
+             across 213 reconnects (to 3 nodes), 8,312 messages replayed, 0 resyncs; \
+             publishers: 2, 3 messages lost with a killed connection"
+        );
+        report.resyncs = 2;
+        assert!(
+            report
+                .verified()
+                .contains("at most once and in order, with gaps only at the 2 resyncs"),
+            "{}",
+            report.verified()
+        );
+    }
+
     #[test]
     fn thousands_are_separated_by_commas() {
         for (n, text) in [

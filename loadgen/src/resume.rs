@@ -118,6 +118,9 @@ struct Receiver {
     /// the first connection and after a resync.
     epoch: Option<String>,
     node: usize,
+    /// After a resync: resume from the oldest position held (`E:0`) rather
+    /// than after the last received, until a message arrives.
+    from_oldest: bool,
     /// Positions up to this, on the current connection, are replayed.
     replay_upto: u64,
     reconnects: u64,
@@ -141,6 +144,7 @@ impl Receiver {
             rng,
             received: Received::default(),
             epoch: None,
+            from_oldest: false,
             node: 0,
             replay_upto: 0,
             reconnects: 0,
@@ -155,7 +159,12 @@ impl Receiver {
     /// every receiver was connected before the first publish).
     fn since(&self) -> Option<Since> {
         let epoch = self.epoch.as_deref()?;
-        Since::new(epoch, self.received.last_position().unwrap_or(0))
+        let last = if self.from_oldest {
+            0
+        } else {
+            self.received.last_position().unwrap_or(0)
+        };
+        Since::new(epoch, last)
     }
 
     /// Opens a connection to `node` (if given, else a random one), resuming
@@ -253,6 +262,7 @@ impl Receiver {
                 self.received
                     .accept(message.position, stamp)
                     .map_err(|e| Err(format!("{who} (now on node {node}): {e}")))?;
+                self.from_oldest = false;
                 if message.position <= self.replay_upto {
                     self.replayed += 1;
                 }
@@ -294,12 +304,20 @@ impl Receiver {
     }
 
     /// After `ended`, resumes: elsewhere, or (resync, allowed) from the
-    /// live messages.
+    /// oldest message held; if even that is refused (the epoch changed),
+    /// from the live messages of the new epoch.
     async fn recover(&mut self, run: &Run, ws: Ws, ended: Ended) -> Result<Ws, String> {
         if let Ended::Resync = ended {
             self.resyncs += 1;
             self.received.resync();
-            self.epoch = None;
+            // Not the live messages at once: a resync at the end of the
+            // run, with nothing more published, would never reach the end.
+            if self.from_oldest {
+                self.epoch = None;
+                self.from_oldest = false;
+            } else {
+                self.from_oldest = true;
+            }
         }
         self.reconnect(run, ws, Duration::ZERO).await
     }
@@ -511,8 +529,11 @@ async fn subscribe(mut me: Receiver, mut ws: Ws, run: Arc<Run>) -> Result<Subscr
             }
             drain_deadline.get_or_insert_with(|| Instant::now() + DRAIN_TIMEOUT);
         }
-        // Drops stop with the publishers, so that the end is reached.
-        let dropping = target.is_none();
+        // Drops stop with the publishers, so that the end is reached; and
+        // start with the first message: before it, the only resume is
+        // since E:0, "from the oldest held", which a short history would
+        // serve from after messages it no longer has, without a resync.
+        let dropping = target.is_none() && me.received.last_position().is_some();
         let deadline = drain_deadline.unwrap_or(drop_at);
         tokio::select! {
             read = ws.read() => match me.handle(&run, read) {
@@ -525,7 +546,7 @@ async fn subscribe(mut me: Receiver, mut ws: Ws, run: Arc<Run>) -> Result<Subscr
                 ws = me.reconnect(&run, ws, away).await?;
                 drop_at = Instant::now() + Duration::from_secs_f64(me.rng.exponential(run.drop_mean));
             }
-            _ = target_rx.changed(), if dropping => {}
+            _ = target_rx.changed(), if target.is_none() => {}
             _ = tokio::time::sleep_until(deadline), if drain_deadline.is_some() => {
                 return Err(format!(
                     "{}: {} s after the publishers finished, it has received up to position {} of {}",
