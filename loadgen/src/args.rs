@@ -100,8 +100,9 @@ pub(crate) struct Args {
     pub(crate) seed: Option<u64>,
     /// Resume: a node answering a resume with 4001 (resync: the position
     /// is no longer held, or the epoch changed) is counted, not a failure;
-    /// the subscriber starts over from the live messages, and only what it
-    /// received between resyncs is checked for gaps.
+    /// the subscriber picks up from the oldest message held (from the live
+    /// ones if the epoch changed), and only what it received between
+    /// resyncs is checked for gaps.
     #[arg(long)]
     pub(crate) allow_resync: bool,
     /// Print the summary as one JSON object.
