@@ -108,7 +108,7 @@ pub(crate) async fn serve(
             count(&state.counters.refused_draining);
             refused.to_error_response()
         })?;
-        if !state.accepting() {
+        if !state.accepting() || history.as_ref().is_some_and(|h| !h.caught_up()) {
             count(&state.counters.refused_unavailable);
             return Err(refusal(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -15,11 +15,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::DeliverPolicy;
-use async_nats::jetstream::consumer::push::OrderedConfig;
+use async_nats::header::{NATS_LAST_SEQUENCE, NATS_SEQUENCE, NATS_SUBJECT};
 use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::jetstream::message::PublishMessage;
-use async_nats::jetstream::stream::{self, DiscardPolicy, LastRawMessageErrorKind, StorageType};
+use async_nats::jetstream::stream::{
+    self, DiscardPolicy, LastRawMessageErrorKind, Republish, StorageType,
+};
 use async_nats::jetstream::{self as js};
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -28,6 +29,7 @@ use tokio_lockgate::hub::PreparedSink;
 use tokio_lockgate::{Message, PreparedMessage};
 
 use super::backlog::Backlog;
+use super::continuity::{Continuity, Verdict};
 use super::local::base36;
 use super::{History, ReplayError, Store, write_all, write_one};
 use crate::config::HistoryConfig;
@@ -38,6 +40,19 @@ use crate::state::{NodeState, count};
 pub(crate) const STREAM: &str = "LOCKGATE";
 
 const SUBJECT_PREFIX: &str = "lockgate.history";
+
+/// Where the stream republishes what it stored, for the nodes.
+const STORED_PREFIX: &str = "lockgate.stored";
+
+/// A subject of the stream no client can name: a node's probe that the
+/// broker sends it what the stream stores.
+const PROBE_SUBJECT: &str = "lockgate.probe";
+
+/// How long a starting node tries to set the stream up.
+const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
+
+/// How long a node waits for its probe to come back.
+const PROBE_PATIENCE: Duration = Duration::from_secs(10);
 
 /// How long a message is retried (with its id, so JetStream stores it
 /// once) before its client is told to come back: longer than a stream
@@ -71,6 +86,9 @@ pub(crate) struct Stream {
     /// Prefix of this node's message ids.
     node: String,
     connections: AtomicU64,
+    /// The broker's returns the delivery has caught up with (see
+    /// [`NodeState::broker_returned`]).
+    caught_up: AtomicU64,
 }
 
 fn io_error(what: &str, e: impl std::fmt::Display) -> std::io::Error {
@@ -82,6 +100,34 @@ pub(super) async fn start(
     state: Arc<NodeState>,
     client: async_nats::Client,
 ) -> std::io::Result<Arc<History>> {
+    // Nodes that start with their cluster find JetStream electing its
+    // leaders, and each other creating the stream: they try again.
+    let deadline = tokio::time::Instant::now() + STARTUP_PATIENCE;
+    loop {
+        match set_up(config, &client).await {
+            Ok(set_up) => return Ok(set_up.start(config, state)),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+            Err(e) => {
+                eprintln!("lockgate-fanout: {e}; trying again");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
+/// What a node learned of the stream, before it delivers.
+struct SetUp {
+    context: js::Context,
+    stream: stream::Stream,
+    epoch: String,
+    stored: async_nats::Subscriber,
+    node: String,
+    known_through: u64,
+}
+
+/// Creates the stream (or adjusts its limits to this node's), subscribes
+/// to what it republishes, and probes that subscription.
+async fn set_up(config: HistoryConfig, client: &async_nats::Client) -> std::io::Result<SetUp> {
     let context = js::new(client.clone());
     let replicas = config.replicas.unwrap_or_else(|| {
         // The servers a client learns of are the cluster's.
@@ -90,13 +136,18 @@ pub(super) async fn start(
     });
     let wanted = stream::Config {
         name: STREAM.to_owned(),
-        subjects: vec![format!("{SUBJECT_PREFIX}.*")],
+        subjects: vec![format!("{SUBJECT_PREFIX}.*"), PROBE_SUBJECT.to_owned()],
         max_messages_per_subject: i64::try_from(config.messages).unwrap_or(i64::MAX),
         max_age: config.max_age.unwrap_or_default(),
         num_replicas: replicas,
         storage: StorageType::File,
         discard: DiscardPolicy::Old,
         duplicate_window: DUPLICATE_WINDOW,
+        republish: Some(Republish {
+            source: ">".to_owned(),
+            destination: format!("{STORED_PREFIX}.>"),
+            headers_only: false,
+        }),
         ..Default::default()
     };
     let mut stream = context
@@ -112,10 +163,14 @@ pub(super) async fn start(
     // node's options; its replicas and epoch stay.
     if info.config.max_messages_per_subject != wanted.max_messages_per_subject
         || info.config.max_age != wanted.max_age
+        || info.config.subjects != wanted.subjects
+        || info.config.republish != wanted.republish
     {
         let mut updated = info.config.clone();
         updated.max_messages_per_subject = wanted.max_messages_per_subject;
         updated.max_age = wanted.max_age;
+        updated.subjects = wanted.subjects.clone();
+        updated.republish = wanted.republish.clone();
         info = context
             .update_stream(updated)
             .await
@@ -125,36 +180,95 @@ pub(super) async fn start(
         "j{}",
         base36(u64::try_from(info.created.unix_timestamp_nanos()).unwrap_or_default())
     );
-    let known_after = info.state.last_sequence;
-    let history = Arc::new(History {
-        epoch,
-        backlog: Mutex::new(Backlog::new(
-            usize::try_from(config.messages).unwrap_or(usize::MAX),
-            config.max_age,
-            known_after,
-        )),
-        store: Store::JetStream(Box::new(Stream {
-            context,
-            stream: stream.clone(),
-            node: format!("{:x}", node_id()),
-            connections: AtomicU64::new(0),
-        })),
-        state,
-    });
-    let messages = consume_from(&stream, &client, known_after + 1)
+    let mut stored = client
+        .subscribe(format!("{STORED_PREFIX}.>"))
         .await
-        .map_err(|e| io_error("consumer", e))?;
-    tokio::spawn(deliver_stored(
-        Arc::downgrade(&history),
+        .map_err(|e| io_error("subscribe", e))?;
+    let node = format!("{:x}", node_id());
+    let known_through = probe(&context, &mut stored, &node)
+        .await
+        .map_err(|e| io_error("probe", e))?;
+    Ok(SetUp {
+        context,
         stream,
-        client,
-        messages,
-        known_after,
-    ));
-    Ok(history)
+        epoch,
+        stored,
+        node,
+        known_through,
+    })
 }
 
-/// A number no other node of the domain is likely to have.
+impl SetUp {
+    fn start(self, config: HistoryConfig, state: Arc<NodeState>) -> Arc<History> {
+        let SetUp {
+            context,
+            stream,
+            epoch,
+            stored,
+            node,
+            known_through,
+        } = self;
+        let history = Arc::new(History {
+            epoch,
+            backlog: Mutex::new(Backlog::new(
+                usize::try_from(config.messages).unwrap_or(usize::MAX),
+                config.max_age,
+                known_through,
+            )),
+            store: Store::JetStream(Box::new(Stream {
+                context: context.clone(),
+                stream,
+                node: node.clone(),
+                connections: AtomicU64::new(0),
+                caught_up: AtomicU64::new(state.broker_returned()),
+            })),
+            state: Arc::clone(&state),
+        });
+        tokio::spawn(deliver_stored(
+            Arc::downgrade(&history),
+            context,
+            stored,
+            node,
+            known_through,
+            state.broker_returns(),
+        ));
+        history
+    }
+}
+
+/// Publishes a probe into the stream and waits for it to come back
+/// republished: from then on the broker sends this node every message
+/// stored after it. Returns its position: the node delivers what follows.
+async fn probe(
+    context: &js::Context,
+    stored: &mut async_nats::Subscriber,
+    node: &str,
+) -> Result<u64, String> {
+    let ack = context
+        .publish(PROBE_SUBJECT, Bytes::from(node.to_owned()))
+        .await
+        .map_err(|e| e.to_string())?
+        .await
+        .map_err(|e| e.to_string())?;
+    let deadline = tokio::time::Instant::now() + PROBE_PATIENCE;
+    loop {
+        let next = tokio::time::timeout_at(deadline, stored.next())
+            .await
+            .map_err(|_| format!("the broker did not republish it within {PROBE_PATIENCE:?}"))?
+            .ok_or("the subscription ended")?;
+        if sequence(&next, NATS_SEQUENCE) == Some(ack.sequence) {
+            return Ok(ack.sequence);
+        }
+    }
+}
+
+/// A sequence number in a republished message's headers.
+fn sequence(message: &async_nats::Message, header: async_nats::HeaderName) -> Option<u64> {
+    message.headers.as_ref()?.get(header)?.as_str().parse().ok()
+}
+
+/// A node's id, the prefix of its message ids: a number no other node
+/// of the domain is likely to have.
 fn node_id() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -162,83 +276,134 @@ fn node_id() -> u64 {
     hasher.finish()
 }
 
-type Ordered = js::consumer::push::Ordered;
-
-async fn consume_from(
-    stream: &stream::Stream,
-    client: &async_nats::Client,
-    start: u64,
-) -> Result<Ordered, async_nats::Error> {
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            deliver_subject: client.new_inbox(),
-            filter_subject: format!("{SUBJECT_PREFIX}.*"),
-            deliver_policy: DeliverPolicy::ByStartSequence {
-                start_sequence: start,
-            },
-            ..Default::default()
-        })
-        .await?;
-    Ok(consumer.messages().await?)
-}
-
-/// Delivers every stored message, in stream order, for as long as the node
-/// runs. The ordered consumer recovers from gaps and lost servers by
-/// itself; should its stream end, a new one starts after the last
-/// position delivered.
+/// Delivers every stored message the stream republishes, in stream order,
+/// for as long as the node runs. A message whose topic predecessor (the
+/// `Nats-Last-Sequence` header) the node did not deliver is preceded by
+/// what was missed, read from the stream; after the broker connection
+/// comes back, delivery restarts after a new probe.
 async fn deliver_stored(
     history: Weak<History>,
-    stream: stream::Stream,
-    client: async_nats::Client,
-    mut messages: Ordered,
-    mut delivered: u64,
+    context: js::Context,
+    mut stored: async_nats::Subscriber,
+    node: String,
+    known_through: u64,
+    mut broker_returns: watch::Receiver<u64>,
 ) {
+    let mut continuity = Continuity::new(known_through);
     loop {
-        while let Some(next) = messages.next().await {
-            let Some(history) = history.upgrade() else {
-                return;
-            };
-            let message = match next {
-                Ok(message) => message,
-                Err(e) => {
-                    eprintln!("lockgate-fanout: history consumer: {e}");
-                    continue;
+        let message = tokio::select! {
+            message = stored.next() => match message {
+                Some(message) => message,
+                None => return,
+            },
+            changed = broker_returns.changed() => {
+                if changed.is_err() {
+                    return;
                 }
-            };
-            let position = match message.info() {
-                Ok(info) => info.stream_sequence,
-                Err(e) => {
-                    eprintln!("lockgate-fanout: history message without its position: {e}");
-                    continue;
+                let returns = *broker_returns.borrow_and_update();
+                // What was stored while the node was away never reaches
+                // it: the backlog vouches only for what follows a new
+                // probe, and the node takes no client until then.
+                let through = loop {
+                    match probe(&context, &mut stored, &node).await {
+                        Ok(through) => break through,
+                        Err(e) => {
+                            eprintln!("lockgate-fanout: history after reconnecting: {e}; trying again");
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        }
+                    }
+                    if history.strong_count() == 0 {
+                        return;
+                    }
+                };
+                let Some(history) = history.upgrade() else { return };
+                continuity.restart(through);
+                history.lock().restart(through);
+                if let Store::JetStream(stream) = &history.store {
+                    stream.caught_up.store(returns, Ordering::Release);
                 }
-            };
-            // Redelivered after the consumer recovered.
-            if position <= delivered {
                 continue;
             }
-            delivered = position;
-            match topic_of(message.subject.as_str()) {
-                Some(topic) => history.deliver(topic, position, &message.payload).await,
-                None => count(&history.state.counters.relay_errors),
-            }
-        }
-        loop {
-            if history.strong_count() == 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            match consume_from(&stream, &client, delivered + 1).await {
-                Ok(fresh) => {
-                    messages = fresh;
-                    break;
+        };
+        let Some(history) = history.upgrade() else {
+            return;
+        };
+        let (Some(position), Some(topic)) = (
+            sequence(&message, NATS_SEQUENCE),
+            message
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(NATS_SUBJECT))
+                .and_then(|subject| topic_of(subject.as_str())),
+        ) else {
+            // The probes, and anything else on the stream.
+            continue;
+        };
+        let previous = sequence(&message, NATS_LAST_SEQUENCE).unwrap_or(0);
+        match continuity.check(topic, position, previous) {
+            Verdict::Skip => continue,
+            Verdict::Deliver => {}
+            Verdict::FillAfter(after) => {
+                let Store::JetStream(stream) = &history.store else {
+                    unreachable!("delivered from JetStream")
+                };
+                match stream.read(topic, after, position - 1).await {
+                    Ok(missed) => {
+                        for (missed_position, payload) in missed {
+                            history.deliver(topic, missed_position, &payload).await;
+                            continuity.delivered(topic, missed_position);
+                        }
+                    }
+                    // Its subscribers miss them; those that resume read
+                    // the stream.
+                    Err(e) => {
+                        count(&history.state.counters.relay_errors);
+                        eprintln!("lockgate-fanout: history: reading missed messages: {e}");
+                    }
                 }
-                Err(e) => eprintln!("lockgate-fanout: history consumer: {e}; retrying"),
             }
         }
+        history.deliver(topic, position, &message.payload).await;
+        continuity.delivered(topic, position);
     }
 }
 
 impl Stream {
+    /// Whether delivery caught up with the broker's last return: until
+    /// then, the backlog may lack what was stored while it was away.
+    pub(super) fn caught_up(&self, state: &NodeState) -> bool {
+        self.caught_up.load(Ordering::Acquire) >= state.broker_returned()
+    }
+
+    /// The stored messages of `topic` with a position in
+    /// `after + 1 ..= through`, from the stream's leader.
+    async fn read(
+        &self,
+        topic: &str,
+        after: u64,
+        through: u64,
+    ) -> Result<Vec<(u64, Bytes)>, String> {
+        let subject = subject(topic);
+        let mut found = Vec::new();
+        let mut cursor = after + 1;
+        while cursor <= through {
+            match self
+                .stream
+                .get_first_raw_message_by_subject(&subject, cursor)
+                .await
+            {
+                Ok(message) if message.sequence <= through => {
+                    cursor = message.sequence + 1;
+                    found.push((message.sequence, message.payload));
+                }
+                Ok(_) => break,
+                Err(e) if matches!(e.kind(), LastRawMessageErrorKind::NoMessageFound) => break,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(found)
+    }
+
     /// A connection's publisher: its own message ids and acknowledgements.
     pub(crate) fn publisher(&self, state: Arc<NodeState>) -> Publisher {
         let connection = self.connections.fetch_add(1, Ordering::Relaxed);

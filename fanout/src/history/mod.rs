@@ -15,6 +15,8 @@
 
 mod backlog;
 #[cfg(feature = "nats")]
+mod continuity;
+#[cfg(feature = "nats")]
 mod jetstream;
 mod local;
 
@@ -59,8 +61,6 @@ pub(crate) enum ReplayError {
     /// The position is gone, or of another epoch: close with 4001.
     Resync,
     /// The store did not answer: the client should try again (1013).
-    /// Only a remote store (JetStream) can fail so.
-    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
     Unavailable(String),
     /// Writing to the client failed: it is gone.
     Closed,
@@ -104,6 +104,17 @@ impl History {
     /// The epoch clients name in `since`.
     pub(crate) fn epoch(&self) -> &str {
         &self.epoch
+    }
+
+    /// Whether the node delivers everything the store holds from now on:
+    /// not while it catches up after the broker came back. Until then it
+    /// takes no client.
+    pub(crate) fn caught_up(&self) -> bool {
+        match &self.store {
+            Store::Local(_) => true,
+            #[cfg(feature = "nats")]
+            Store::JetStream(stream) => stream.caught_up(&self.state),
+        }
     }
 
     /// A connection's way into the store.
@@ -167,6 +178,11 @@ impl History {
     ) -> Result<u64, ReplayError> {
         if since.epoch() != self.epoch {
             return Err(ReplayError::Resync);
+        }
+        if !self.caught_up() {
+            return Err(ReplayError::Unavailable(
+                "catching up with the broker".to_owned(),
+            ));
         }
         let after = since.position();
         let plan = self.lock().plan(topic, after, Instant::now());
@@ -266,7 +282,6 @@ impl Publisher {
     /// is anything the connection sends after it): the client should be
     /// told to come back. Never, for a store that cannot refuse.
     pub(crate) fn refused(&self) -> impl Future<Output = String> + Send + 'static {
-        // Typed here: without the `nats` feature no arm says what it holds.
         let failures: Option<tokio::sync::watch::Receiver<Option<String>>> = match self {
             Publisher::Local(_) => None,
             #[cfg(feature = "nats")]
