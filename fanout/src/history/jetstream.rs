@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use async_nats::header::{NATS_LAST_SEQUENCE, NATS_SEQUENCE, NATS_SUBJECT};
 use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, pull};
-use async_nats::jetstream::context::PublishAckFuture;
+use async_nats::jetstream::context::{PublishAckFuture, PublishError, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::stream::{
     self, DiscardPolicy, LastRawMessageErrorKind, Republish, StorageType,
@@ -25,7 +25,7 @@ use async_nats::jetstream::stream::{
 use async_nats::jetstream::{self as js};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_lockgate::hub::PreparedSink;
 use tokio_lockgate::{Message, PreparedMessage};
 
@@ -62,10 +62,6 @@ const PUBLISH_PATIENCE: Duration = Duration::from_secs(20);
 
 /// How long JetStream remembers message ids, to drop retried duplicates.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(60);
-
-/// Messages of one client sent to JetStream and not yet acknowledged;
-/// past it, the client is not read until acknowledgements come back.
-const IN_FLIGHT: usize = 256;
 
 /// A replay spanning more positions than this (of all topics) reads in
 /// batches through a consumer rather than message by message.
@@ -423,7 +419,6 @@ impl Stream {
             context: self.context.clone(),
             ids: format!("{}.{connection:x}", self.node),
             next: 0,
-            acks: None,
             failure: watch::channel(None).0,
         }
     }
@@ -597,29 +592,23 @@ fn frame(position: u64, stored: &[u8]) -> Option<PreparedMessage> {
     ))))
 }
 
-/// A connection's messages on their way into the stream.
+/// A connection's messages on their way into the stream, one at a time:
+/// a message is sent once the one before it is stored, so that a retry
+/// (after a lost acknowledgement, or through a leader's election) never
+/// lands behind a later message of the same client.
 #[derive(Debug)]
 pub(crate) struct Publisher {
     state: Arc<NodeState>,
     context: js::Context,
     ids: String,
     next: u64,
-    /// To the task that waits for acknowledgements, started with the
-    /// connection's first message.
-    acks: Option<mpsc::Sender<Pending>>,
     failure: watch::Sender<Option<String>>,
 }
 
-struct Pending {
-    subject: String,
-    stored: Bytes,
-    id: String,
-    ack: PublishAckFuture,
-}
-
 impl Publisher {
-    /// Sends one message to the stream; its acknowledgement is awaited
-    /// by the connection's acknowledgement task, in order.
+    /// Stores one message, retrying it (with its id: stored at most once)
+    /// until [`PUBLISH_PATIENCE`] runs out; then the connection is done
+    /// publishing, and [`failures`](Self::failures) says why.
     pub(crate) async fn publish(&mut self, topic: &str, stored: Bytes) -> Result<(), String> {
         if let Some(why) = self.failure.borrow().clone() {
             return Err(why);
@@ -627,27 +616,37 @@ impl Publisher {
         let id = format!("{}.{:x}", self.ids, self.next);
         self.next += 1;
         let subject = subject(topic);
-        let ack = send(&self.context, &subject, &stored, &id)
-            .await
-            .map_err(|e| format!("publish to JetStream: {e}"))?;
-        let acks = self.acks.get_or_insert_with(|| {
-            let (acks, pending) = mpsc::channel(IN_FLIGHT);
-            tokio::spawn(await_acks(
-                Arc::clone(&self.state),
-                self.context.clone(),
-                pending,
-                self.failure.clone(),
-            ));
-            acks
-        });
-        acks.send(Pending {
-            subject,
-            stored,
-            id,
-            ack,
-        })
-        .await
-        .map_err(|_| "the acknowledgement task ended".to_owned())
+        let started = tokio::time::Instant::now();
+        let mut wait = Duration::from_millis(50);
+        loop {
+            // Handed to a client that is away, a message would wait in its
+            // buffer and could be stored long after: after its sender, told
+            // 1013, resumed elsewhere with its next message.
+            let connected =
+                self.context.client().connection_state() == async_nats::connection::State::Connected;
+            let attempt = if connected {
+                send(&self.context, &subject, &stored, &id).await
+            } else {
+                Err(PublishError::new(PublishErrorKind::BrokenPipe))
+            };
+            let error = match attempt {
+                Ok(ack) => match ack.await {
+                    Ok(_) => {
+                        count(&self.state.counters.relayed_out);
+                        return Ok(());
+                    }
+                    Err(e) => e.to_string(),
+                },
+                Err(e) => e.to_string(),
+            };
+            if started.elapsed() > PUBLISH_PATIENCE {
+                let why = format!("JetStream did not store a message: {error}");
+                let _ = self.failure.send(Some(why.clone()));
+                return Err(why);
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(1));
+        }
     }
 
     /// Resolves once JetStream refused one of this connection's messages
@@ -662,7 +661,7 @@ async fn send(
     subject: &str,
     stored: &Bytes,
     id: &str,
-) -> Result<PublishAckFuture, async_nats::jetstream::context::PublishError> {
+) -> Result<PublishAckFuture, PublishError> {
     context
         .send_publish(
             subject.to_owned(),
@@ -671,58 +670,4 @@ async fn send(
                 .message_id(id),
         )
         .await
-}
-
-/// Waits for each acknowledgement in order, retrying a message that was
-/// not acknowledged (same id: stored at most once) until
-/// [`PUBLISH_PATIENCE`] runs out; then reports the failure and stops.
-async fn await_acks(
-    state: Arc<NodeState>,
-    context: js::Context,
-    mut pending: mpsc::Receiver<Pending>,
-    failure: watch::Sender<Option<String>>,
-) {
-    let mut last_position = 0;
-    while let Some(Pending {
-        subject,
-        stored,
-        id,
-        mut ack,
-    }) = pending.recv().await
-    {
-        let started = tokio::time::Instant::now();
-        let mut wait = Duration::from_millis(50);
-        let position = loop {
-            let error = match ack.await {
-                Ok(ack) => break ack.sequence,
-                Err(e) => e.to_string(),
-            };
-            if started.elapsed() > PUBLISH_PATIENCE {
-                let _ = failure.send(Some(format!("JetStream did not store a message: {error}")));
-                return;
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(1));
-            ack = loop {
-                match send(&context, &subject, &stored, &id).await {
-                    Ok(ack) => break ack,
-                    Err(e) if started.elapsed() > PUBLISH_PATIENCE => {
-                        let _ = failure.send(Some(format!("JetStream publish: {e}")));
-                        return;
-                    }
-                    Err(_) => tokio::time::sleep(wait).await,
-                }
-            };
-        };
-        if position < last_position {
-            // A retried message stored after a later one of the same
-            // client: positions stay unique, its order did not.
-            eprintln!(
-                "lockgate-fanout: a client's message was stored out of order after a JetStream \
-                 failover ({position} after {last_position})"
-            );
-        }
-        last_position = last_position.max(position);
-        count(&state.counters.relayed_out);
-    }
 }
