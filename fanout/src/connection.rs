@@ -176,12 +176,18 @@ pub(crate) async fn serve(
     // Set when the write side is done: a message still on its way into the
     // history is abandoned then, rather than stored after the client was
     // told to go (and perhaps resumed elsewhere).
-    let (write_done, mut write_ended) = tokio::sync::watch::channel(false);
+    let (write_done, mut write_ended) = match publisher {
+        Some(_) => {
+            let (done, ended) = tokio::sync::watch::channel(false);
+            (Some(WriteDone(done)), Some(ended))
+        }
+        None => (None, None),
+    };
     // Its own task: a client's writes never wait behind its reads, and a
     // publish that waits (for the broker, or under the Wait policy for this
     // very client's queue) never stops its forwarding.
     let forward = tokio::spawn(async move {
-        let _done = WriteDone(write_done);
+        let _done = write_done;
         let mut subscriber = subscriber;
         // Subscribed before the 101: what the replay does not send is in
         // the queue.
@@ -239,6 +245,7 @@ pub(crate) async fn serve(
             (_, Some(publisher)) => {
                 // Delivered by the history once stored, to this node's
                 // subscribers too.
+                let write_ended = write_ended.as_mut().expect("made with the publisher");
                 let stored = tokio::select! {
                     stored = publisher.publish(&topic, &msg) => stored.is_ok(),
                     _ = write_ended.wait_for(|ended| *ended) => false,
