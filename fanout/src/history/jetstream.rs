@@ -622,8 +622,8 @@ impl Publisher {
             // Handed to a client that is away, a message would wait in its
             // buffer and could be stored long after: after its sender, told
             // 1013, resumed elsewhere with its next message.
-            let connected =
-                self.context.client().connection_state() == async_nats::connection::State::Connected;
+            let connected = self.context.client().connection_state()
+                == async_nats::connection::State::Connected;
             let attempt = if connected {
                 send(&self.context, &subject, &stored, &id).await
             } else {
