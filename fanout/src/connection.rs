@@ -8,13 +8,35 @@ use futures_util::StreamExt;
 use tokio::net::TcpStream;
 use tokio_lockgate::handshake::ErrorResponse;
 use tokio_lockgate::http::{Request, Response, StatusCode};
-use tokio_lockgate::{PreparedMessage, ServerOptions, accept_async_with};
+use tokio_lockgate::{CloseCode, CloseFrame, PreparedMessage, ServerOptions, accept_async_with};
 
 use crate::config::NodeConfig;
+use crate::history::{History, Publisher, ReplayError, SkipThrough, sequenced_topic};
 use crate::relay::Relay;
 use crate::scrape;
+use crate::seq::{self, Since};
 use crate::state::{NodeState, count};
 use crate::topic;
+
+/// Which way a node's messages travel.
+#[derive(Debug, Clone)]
+pub(crate) enum Path {
+    /// To the local hub at once, and to the other nodes through the relay
+    /// (if any): no positions.
+    Direct(Option<Relay>),
+    /// Through the history, which gives each message its position.
+    History(Arc<History>),
+}
+
+/// What the handshake learned of a client.
+struct Client {
+    topic: String,
+    subscriber: tokio_lockgate::hub::Subscriber,
+    registration: tokio_lockgate::drain::Registration,
+    /// Whether it receives `lockgate.seq.v1` frames.
+    sequenced: bool,
+    since: Option<Since>,
+}
 
 /// Serves one client until it leaves, fails, or is closed by the hub (a
 /// drain's turn included); or, with [`NodeConfig::metrics`], answers a
@@ -23,7 +45,7 @@ pub(crate) async fn serve(
     tcp: TcpStream,
     node: Arc<NodeConfig>,
     state: Arc<NodeState>,
-    relay: Option<Relay>,
+    path: Path,
 ) {
     let _ = tcp.set_nodelay(true);
     let mut config = node.websocket;
@@ -47,12 +69,16 @@ pub(crate) async fn serve(
         }
         config = config.handshake_timeout(left);
     }
-    let mut topic = None;
+    let history = match &path {
+        Path::History(history) => Some(Arc::clone(history)),
+        Path::Direct(_) => None,
+    };
+    let mut client = None;
     #[allow(
         clippy::result_large_err,
         reason = "the handshake callback's signature is tungstenite's"
     )]
-    let callback = |request: &Request<()>, response: Response<()>| {
+    let callback = |request: &Request<()>, mut response: Response<()>| {
         let Some(name) = topic::from_path(request.uri().path()) else {
             count(&state.counters.refused_path);
             return Err(refusal(
@@ -60,6 +86,22 @@ pub(crate) async fn serve(
                 "connect to /topics/NAME (NAME: 1 to 128 of A-Z a-z 0-9 - _)",
             ));
         };
+        let since = match request.uri().query().and_then(Since::from_query) {
+            None => None,
+            Some(Ok(since)) => Some(since),
+            Some(Err(e)) => {
+                count(&state.counters.handshake_failed);
+                return Err(refusal(StatusCode::BAD_REQUEST, &e.to_string()));
+            }
+        };
+        let offers_sequenced = offers(request, seq::SUBPROTOCOL);
+        if since.is_some() && !offers_sequenced {
+            count(&state.counters.handshake_failed);
+            return Err(refusal(
+                StatusCode::BAD_REQUEST,
+                "`since` needs the lockgate.seq.v1 subprotocol",
+            ));
+        }
         // Registered before the 101 goes out, so a drain either counts
         // this client or refuses it (503 with Retry-After).
         let registration = state.drain.register().map_err(|refused| {
@@ -78,9 +120,28 @@ pub(crate) async fn serve(
         // its turn in a drain, it is sent what was queued for it, then
         // the close.
         let subscriber = state.hub.subscriber();
-        subscriber.subscribe(name);
+        let sequenced = offers_sequenced && history.is_some();
+        if let (true, Some(history)) = (sequenced, &history) {
+            let headers = response.headers_mut();
+            headers.insert(
+                "sec-websocket-protocol",
+                seq::SUBPROTOCOL.parse().expect("a header value"),
+            );
+            if let Ok(epoch) = history.epoch().parse() {
+                headers.insert(seq::EPOCH_HEADER, epoch);
+            }
+            subscriber.subscribe(&sequenced_topic(name));
+        } else {
+            subscriber.subscribe(name);
+        }
         registration.attach_subscriber(&subscriber);
-        topic = Some((name.to_owned(), subscriber, registration));
+        client = Some(Client {
+            topic: name.to_owned(),
+            subscriber,
+            registration,
+            sequenced,
+            since,
+        });
         Ok(response)
     };
     // The one place a client's handshake options are put together.
@@ -95,7 +156,13 @@ pub(crate) async fn serve(
             return;
         }
     };
-    let (topic, subscriber, registration) = topic.expect("an accepted upgrade named its topic");
+    let Client {
+        topic,
+        subscriber,
+        registration,
+        sequenced,
+        since,
+    } = client.expect("an accepted upgrade named its topic");
     count(&state.counters.accepted);
     count(&state.counters.open);
 
@@ -103,12 +170,58 @@ pub(crate) async fn serve(
     // The read half sees the drain's deadline; the subscriber sends its
     // close.
     let mut read = registration.guard(read);
+    let mut publisher = history.as_ref().map(|history| history.publisher());
+    let refused = publisher.as_ref().map(Publisher::refused);
+    let replay_topic = topic.clone();
     // Its own task: a client's writes never wait behind its reads, and a
     // publish that waits (for the broker, or under the Wait policy for this
     // very client's queue) never stops its forwarding.
     let forward = tokio::spawn(async move {
         let mut subscriber = subscriber;
-        let _ = subscriber.forward(&mut write).await;
+        // Subscribed before the 101: what the replay does not send is in
+        // the queue.
+        let through = match (since, &history) {
+            (None, _) => 0,
+            (Some(since), Some(history)) if sequenced => {
+                match history.replay(&replay_topic, &since, &mut write).await {
+                    Ok(through) => through,
+                    Err(ReplayError::Closed) => return,
+                    Err(ReplayError::Resync) => {
+                        let _ = write.close(Some(resync())).await;
+                        return;
+                    }
+                    Err(ReplayError::Unavailable(why)) => {
+                        eprintln!("lockgate-fanout: replay: {why}");
+                        let frame =
+                            CloseFrame::new(CloseCode::Again, "history unavailable; reconnect");
+                        let _ = write.close(Some(frame)).await;
+                        return;
+                    }
+                }
+            }
+            // No history here: no position can be served.
+            (Some(_), _) => {
+                let _ = write.close(Some(resync())).await;
+                return;
+            }
+        };
+        let mut live = SkipThrough::new(&mut write, through);
+        let forwarding = subscriber.forward(&mut live);
+        match refused {
+            Some(refused) => {
+                tokio::select! {
+                    _ = forwarding => {}
+                    why = refused => {
+                        eprintln!("lockgate-fanout: {why}");
+                        let frame = CloseFrame::new(CloseCode::Again, "message not stored; reconnect");
+                        let _ = write.close(Some(frame)).await;
+                    }
+                }
+            }
+            None => {
+                let _ = forwarding.await;
+            }
+        }
     });
     // Until the closing handshake completes, the connection fails, its
     // deadlines pass (the read half enforces them), or a drain's deadline.
@@ -117,14 +230,27 @@ pub(crate) async fn serve(
             // Closed by the hub: nothing more is published for it.
             continue;
         }
-        let prepared = PreparedMessage::new(msg);
-        // Local subscribers first, then the other nodes, in the order the
-        // client sent them.
-        state.hub.publish(&topic, &prepared).await;
-        // Counted once in every queue: a drain reports it as accepted.
-        count(&state.counters.from_clients);
-        if let Some(relay) = &relay {
-            relay.publish(&topic, prepared.message()).await;
+        match (&path, &mut publisher) {
+            (_, Some(publisher)) => {
+                // Delivered by the history once stored, to this node's
+                // subscribers too.
+                if publisher.publish(&topic, &msg).await.is_ok() {
+                    count(&state.counters.from_clients);
+                }
+            }
+            (Path::Direct(relay), None) => {
+                let prepared = PreparedMessage::new(msg);
+                // Local subscribers first, then the other nodes, in the
+                // order the client sent them.
+                state.hub.publish(&topic, &prepared).await;
+                // Counted once in every queue: a drain reports it as
+                // accepted.
+                count(&state.counters.from_clients);
+                if let Some(relay) = relay {
+                    relay.publish(&topic, prepared.message()).await;
+                }
+            }
+            (Path::History(_), None) => unreachable!("a history gives every client a publisher"),
         }
         // Reading a buffered message costs the task nothing of tokio's
         // budget, so a client sending a flood would otherwise hold its
@@ -137,6 +263,21 @@ pub(crate) async fn serve(
         .counters
         .open
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether the client offered `protocol` in `Sec-WebSocket-Protocol`.
+fn offers(request: &Request<()>, protocol: &str) -> bool {
+    request
+        .headers()
+        .get_all("sec-websocket-protocol")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|offered| offered.trim() == protocol)
+}
+
+fn resync() -> CloseFrame {
+    CloseFrame::new(seq::RESYNC, seq::RESYNC_REASON)
 }
 
 fn refusal(status: StatusCode, why: &str) -> ErrorResponse {

@@ -51,6 +51,7 @@
 
 mod config;
 mod connection;
+mod history;
 mod node;
 #[cfg(feature = "nats")]
 mod relay;

@@ -12,7 +12,8 @@ use tokio_lockgate::drain::{DrainOptions, DrainReport};
 use tokio_lockgate::hub::{Hub, HubStats};
 
 use crate::config::NodeConfig;
-use crate::connection;
+use crate::connection::{self, Path};
+use crate::history::History;
 use crate::relay::Relay;
 use crate::state::{NodeState, NodeStats};
 
@@ -49,15 +50,35 @@ impl Node {
         let local_addr = listener.local_addr()?;
         let state = Arc::new(NodeState::new(Hub::new(config.hub)));
         let relay = match &config.nats {
-            Some(url) => Some(Relay::connect(url, Arc::clone(&state)).await?),
+            Some(url) => {
+                Some(Relay::connect(url, Arc::clone(&state), config.history.is_none()).await?)
+            }
             None => None,
+        };
+        let history = match config.history {
+            Some(history) => Some(
+                History::start(
+                    history,
+                    Arc::clone(&state),
+                    #[cfg(feature = "nats")]
+                    relay.as_ref().map(Relay::client),
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        // With a history, messages travel through it; the relay only
+        // watches the broker.
+        let path = match history {
+            Some(history) => Path::History(history),
+            None => Path::Direct(relay.clone()),
         };
         let (stop, stopped) = watch::channel(false);
         let accepting = tokio::spawn(accept_loop(
             listener,
             config,
             Arc::clone(&state),
-            relay.clone(),
+            path,
             stopped,
         ));
         Ok(NodeHandle {
@@ -74,7 +95,7 @@ async fn accept_loop(
     listener: TcpListener,
     config: NodeConfig,
     state: Arc<NodeState>,
-    relay: Option<Relay>,
+    path: Path,
     mut stopped: watch::Receiver<bool>,
 ) {
     // Shared by every connection's task.
@@ -104,7 +125,7 @@ async fn accept_loop(
             tcp,
             Arc::clone(&config),
             Arc::clone(&state),
-            relay.clone(),
+            path.clone(),
         ));
     }
 }

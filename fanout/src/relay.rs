@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use async_nats::{ConnectOptions, Event};
+use async_nats::{ConnectOptions, Event, ServerAddr};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio_lockgate::{Message, PreparedMessage, Utf8Bytes};
@@ -26,9 +26,25 @@ pub(crate) struct Relay {
 }
 
 impl Relay {
-    /// Connects to the broker at `url` and starts relaying what other
-    /// nodes publish into the local hub.
-    pub(crate) async fn connect(url: &str, state: Arc<NodeState>) -> std::io::Result<Self> {
+    /// Connects to the broker at `url` (a comma-separated list names the
+    /// servers of a cluster) and, if `relay_topics`, starts relaying what
+    /// other nodes publish into the local hub. (A node with a history
+    /// delivers from the history's stream instead.)
+    pub(crate) async fn connect(
+        url: &str,
+        state: Arc<NodeState>,
+        relay_topics: bool,
+    ) -> std::io::Result<Self> {
+        let servers = url
+            .split(',')
+            .map(|server| server.trim().parse::<ServerAddr>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("NATS server URL {url}: {e}"),
+                )
+            })?;
         let events = Arc::clone(&state);
         // The event callback needs the client, which exists only once
         // connected.
@@ -66,17 +82,24 @@ impl Relay {
                     }
                 }
             })
-            .connect(url)
+            .connect(servers)
             .await
             .map_err(|e| std::io::Error::other(format!("NATS server at {url}: {e}")))?;
-        let subscription = client
-            .subscribe(topic::all_subjects())
-            .await
-            .map_err(|e| std::io::Error::other(format!("NATS subscribe: {e}")))?;
+        if relay_topics {
+            let subscription = client
+                .subscribe(topic::all_subjects())
+                .await
+                .map_err(|e| std::io::Error::other(format!("NATS subscribe: {e}")))?;
+            tokio::spawn(deliver_relayed(subscription, Arc::clone(&state)));
+        }
         sync(&client).await?;
         let _ = connected.set(client.clone());
-        tokio::spawn(deliver_relayed(subscription, Arc::clone(&state)));
         Ok(Self { client, state })
+    }
+
+    /// The connection to the broker.
+    pub(crate) fn client(&self) -> &async_nats::Client {
+        &self.client
     }
 
     /// Publishes a local client's message to the other nodes. Waits while

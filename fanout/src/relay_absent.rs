@@ -16,7 +16,11 @@ pub(crate) enum Relay {}
 
 impl Relay {
     /// Refuses: this build cannot reach a broker.
-    pub(crate) async fn connect(url: &str, _state: Arc<NodeState>) -> io::Result<Self> {
+    pub(crate) async fn connect(
+        url: &str,
+        _state: Arc<NodeState>,
+        _relay_topics: bool,
+    ) -> io::Result<Self> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!("cannot relay through {url}: built without the `nats` feature"),
