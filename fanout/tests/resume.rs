@@ -19,7 +19,7 @@ use std::time::Duration;
 use lockgate_fanout::seq::{Kind, RESYNC, RESYNC_REASON};
 use support::{
     JetStreamCluster, Next, Process, Publisher, Received, SeqClient, assert_increasing,
-    connect_seq, texts, topic_url, within,
+    connect_seq, plain_data, texts, topic_url, within,
 };
 use tokio::sync::watch;
 use tokio_lockgate::{CloseCode, Error, Message, connect_async};
@@ -149,10 +149,7 @@ async fn positions_are_binary_frames_the_same_on_every_node_and_plain_clients_ge
         }
         assert_eq!(seen[0], seen[1], "the same positions on both nodes");
         for message in &sent {
-            let got = within(30, "the plain client's message", plain.read())
-                .await
-                .expect("open");
-            assert_eq!(&got, message);
+            assert_eq!(&plain_data(&mut plain).await, message);
         }
     })
     .await;
@@ -401,10 +398,7 @@ async fn a_standalone_history_serves_positions_and_since_and_a_restart_is_a_new_
             Message::binary(vec![1, 2]),
             Message::text("m0"),
         ] {
-            let got = within(30, "the plain client's message", plain.read())
-                .await
-                .expect("open");
-            assert_eq!(got, expected);
+            assert_eq!(plain_data(&mut plain).await, expected);
         }
 
         let since = client.since(first[2].position);

@@ -11,7 +11,8 @@ mod seq_client;
 pub use jetstream::JetStreamCluster;
 pub use process::Process;
 pub use seq_client::{
-    Next, Publisher, Received, SeqClient, assert_increasing, connect_seq, texts, topic_url,
+    Next, Publisher, Received, SeqClient, assert_increasing, connect_seq, plain_data, texts,
+    topic_url,
 };
 
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -85,7 +85,16 @@ impl SeqClient {
 
     /// The next message, close or end (at most 30 s).
     pub async fn next(&mut self) -> Next {
-        let read = within(30, "a seq client's next message", self.ws.read()).await;
+        let read = within(30, "a seq client's next message", async {
+            loop {
+                // The node's keepalive pings are answered by the library.
+                match self.ws.read().await {
+                    Ok(Message::Ping(_) | Message::Pong(_)) => {}
+                    other => return other,
+                }
+            }
+        })
+        .await;
         match read {
             Ok(Message::Binary(frame)) => {
                 let m = Sequenced::decode(&frame)
@@ -230,4 +239,17 @@ impl Publisher {
             .ok()
             .flatten()
     }
+}
+
+/// The next data message of a plain client, past keepalive pings.
+pub async fn plain_data(client: &mut Client) -> Message {
+    within(30, "a plain client's message", async {
+        loop {
+            let msg = client.read().await.expect("the plain client is open");
+            if msg.is_data() {
+                return msg;
+            }
+        }
+    })
+    .await
 }
