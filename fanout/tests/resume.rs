@@ -339,7 +339,11 @@ async fn a_position_no_longer_held_or_of_another_epoch_is_answered_with_4001() {
         let a = js_node(&cluster.urls_from(0), "5", &[]);
         let mut recorder = SeqClient::connect(&a.addr, TOPIC, None).await;
         let mut publisher = Publisher::connect(&a.addr, TOPIC).await;
-        publisher.texts("m", 0..20).await;
+        // One at a time: a burst larger than the history is another
+        // test's concern.
+        for i in 0..20 {
+            publisher.texts("m", i..i + 1).await;
+        }
         let all = recorder.until("m19").await;
         assert_eq!(texts(&all), names("m", 0..20));
         let epoch = recorder.epoch.clone();
@@ -417,6 +421,28 @@ async fn a_standalone_history_serves_positions_and_since_and_a_restart_is_a_new_
         let fresh = SeqClient::connect(&node.addr, TOPIC, None).await;
         assert_ne!(fresh.epoch, epoch, "a restart starts a new epoch");
         expect_resync(&node.addr, &since).await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_larger_than_the_history_reaches_live_clients_whole() {
+    within(TEST_LIMIT, "the test", async {
+        let cluster = cluster().await;
+        let a = js_node(&cluster.urls_from(0), "5", &[]);
+        let b = js_node(&cluster.urls_from(1), "5", &[]);
+        let mut on_a = SeqClient::connect(&a.addr, TOPIC, None).await;
+        let mut on_b = SeqClient::connect(&b.addr, TOPIC, None).await;
+        let mut publisher = Publisher::connect(&a.addr, TOPIC).await;
+        publisher.texts("m", 0..50).await;
+        for client in [&mut on_a, &mut on_b] {
+            let got = client.until("m49").await;
+            assert_eq!(
+                texts(&got),
+                names("m", 0..50),
+                "a live client misses nothing"
+            );
+        }
     })
     .await;
 }
