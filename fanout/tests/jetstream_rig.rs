@@ -50,7 +50,7 @@ async fn a_replicated_streams_leader_is_found_killed_and_replaced() {
         for _ in 0..30 {
             let ack = match js.publish("rig.a", "two".into()).await {
                 Ok(ack) => ack.await,
-                Err(e) => Err(e.into()),
+                Err(e) => Err(e),
             };
             if ack.is_ok() {
                 stored = true;
