@@ -166,10 +166,10 @@ start_server() {
         --cluster "nats://127.0.0.1:$route" --routes "$routes" \
         >>"$JS/server$i.log" 2>&1 &
     echo $! >"$JS/server$i.pid"
-    wait_port "$client" && wait_port "$monitor" || {
+    if ! wait_port "$client" || ! wait_port "$monitor"; then
         tail -n 20 "$JS/server$i.log" >&2
         return 1
-    }
+    fi
 }
 
 # Waits (at most 30 s) until the running servers are healthy and agree on
@@ -389,7 +389,7 @@ kill-broker) kill_broker ;;
 start-broker) start_broker ;;
 stop) stop ;;
 *)
-    sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
