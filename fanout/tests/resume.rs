@@ -259,7 +259,11 @@ async fn the_stream_survives_its_leaders_crash_and_clients_of_its_server_resume_
                 break;
             }
         }
-        let probes = resumed_after.expect("publishing resumed within 60 probes");
+        let Some(probes) = resumed_after else {
+            // Stored but not delivered, or not stored at all?
+            let states = cluster.stream_states(&stream).await;
+            panic!("publishing did not resume within 60 probes; the stream: {states:?}");
+        };
         eprintln!("publishing resumed at probe {probes}");
         let new_leader = cluster
             .wait_stream_leader(&stream, Duration::from_secs(30))

@@ -178,6 +178,23 @@ impl JetStreamCluster {
         )
     }
 
+    /// `stream`'s state (`messages`, `first_seq`, `last_seq`, ...) as each
+    /// running server reports it: what a failing test prints.
+    pub async fn stream_states(&self, stream: &str) -> Vec<(usize, Value)> {
+        let mut states = Vec::new();
+        for (i, server) in self.servers.iter().enumerate() {
+            if server.child.is_none() {
+                continue;
+            }
+            if let Some(jsz) = get_json(server.monitor, "/jsz?accounts=true&streams=true").await {
+                if let Some(s) = stream_details(&jsz).find(|s| s["name"].as_str() == Some(stream)) {
+                    states.push((i, s["state"].clone()));
+                }
+            }
+        }
+        states
+    }
+
     /// The server leading `stream`, by index. Only a server that names
     /// itself as the leader is believed: a follower may still report a
     /// leader that has just been killed.
