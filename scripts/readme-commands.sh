@@ -94,6 +94,7 @@ rules() {
     build 'cargo build --release -p lockgate-fanout'
     session 'bash scripts/fanout-cluster.sh start 2' 'bash scripts/fanout-cluster.sh stop' \
         "cargo run --release -p lockgate-loadgen -- --mode broadcast \$(bash scripts/fanout-cluster.sh urls | sed 's/^/--url /')"
+    once 'cargo run --release -p lockgate-loadgen -- --mode resume'
 
     skip 'bash scripts/test.sh' \
         'the test command itself: this script is one of its steps'
@@ -113,6 +114,8 @@ rules() {
     setup 'bash scripts/install-nats.sh'
     session --stop-listed 'bash scripts/fanout-cluster.sh start 2' 'bash scripts/fanout-cluster.sh stop' \
         "cargo run --release -p lockgate-loadgen -- --mode broadcast \$(bash scripts/fanout-cluster.sh urls | sed 's/^/--url /')"
+    session --stop-listed 'FANOUT_JETSTREAM=1 bash scripts/fanout-cluster.sh start 3' 'bash scripts/fanout-cluster.sh stop' \
+        "cargo run --release -p lockgate-loadgen -- --mode resume \$(bash scripts/fanout-cluster.sh urls | sed 's/^/--url /')"
     serve "cargo run --release -p lockgate-fanout -- --listen 0.0.0.0:9001 --allow-origin 'https://*.example.com' --allow-origin http://localhost:5173" 9001 \
         "curl -s http://127.0.0.1:9001/metrics | grep -E '^lockgate_(messages|bytes|closes|connections|hub_(published|queued|delivered)|fanout_(messages|connections_open))'"
 

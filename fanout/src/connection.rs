@@ -108,7 +108,7 @@ pub(crate) async fn serve(
             count(&state.counters.refused_draining);
             refused.to_error_response()
         })?;
-        if !state.accepting() {
+        if !state.accepting() || history.as_ref().is_some_and(|h| !h.caught_up()) {
             count(&state.counters.refused_unavailable);
             return Err(refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -173,10 +173,21 @@ pub(crate) async fn serve(
     let mut publisher = history.as_ref().map(|history| history.publisher());
     let refused = publisher.as_ref().map(Publisher::refused);
     let replay_topic = topic.clone();
+    // Set when the write side is done: a message still on its way into the
+    // history is abandoned then, rather than stored after the client was
+    // told to go (and perhaps resumed elsewhere).
+    let (write_done, mut write_ended) = match publisher {
+        Some(_) => {
+            let (done, ended) = tokio::sync::watch::channel(false);
+            (Some(WriteDone(done)), Some(ended))
+        }
+        None => (None, None),
+    };
     // Its own task: a client's writes never wait behind its reads, and a
     // publish that waits (for the broker, or under the Wait policy for this
     // very client's queue) never stops its forwarding.
     let forward = tokio::spawn(async move {
+        let _done = write_done;
         let mut subscriber = subscriber;
         // Subscribed before the 101: what the replay does not send is in
         // the queue.
@@ -234,7 +245,12 @@ pub(crate) async fn serve(
             (_, Some(publisher)) => {
                 // Delivered by the history once stored, to this node's
                 // subscribers too.
-                if publisher.publish(&topic, &msg).await.is_ok() {
+                let write_ended = write_ended.as_mut().expect("made with the publisher");
+                let stored = tokio::select! {
+                    stored = publisher.publish(&topic, &msg) => stored.is_ok(),
+                    _ = write_ended.wait_for(|ended| *ended) => false,
+                };
+                if stored {
                     count(&state.counters.from_clients);
                 }
             }
@@ -263,6 +279,15 @@ pub(crate) async fn serve(
         .counters
         .open
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Tells the read side, when dropped, that the write side is done.
+struct WriteDone(tokio::sync::watch::Sender<bool>);
+
+impl Drop for WriteDone {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
+    }
 }
 
 /// Whether the client offered `protocol` in `Sec-WebSocket-Protocol`.

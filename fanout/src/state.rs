@@ -16,6 +16,10 @@ pub(crate) struct NodeState {
     pub(crate) drain: Drain,
     /// Whether the broker is reachable (always, for a standalone node).
     broker_up: AtomicBool,
+    /// How many times the broker connection came back: what was published
+    /// meanwhile never reached the node, and a history must catch up.
+    #[cfg(feature = "nats")]
+    broker_returned: tokio::sync::watch::Sender<u64>,
     pub(crate) counters: Counters,
 }
 
@@ -81,6 +85,8 @@ impl NodeState {
             hub,
             drain: Drain::new(),
             broker_up: AtomicBool::new(true),
+            #[cfg(feature = "nats")]
+            broker_returned: tokio::sync::watch::Sender::new(0),
             counters: Counters::default(),
         }
     }
@@ -108,8 +114,21 @@ impl NodeState {
     pub(crate) fn broker_back(&self) {
         if !self.broker_up.swap(true, Ordering::AcqRel) {
             self.counters.broker_back.fetch_add(1, Ordering::Relaxed);
+            self.broker_returned.send_modify(|returns| *returns += 1);
             eprintln!("lockgate-fanout: broker connection back: accepting clients");
         }
+    }
+
+    #[cfg(feature = "nats")]
+    /// How many times the broker connection came back.
+    pub(crate) fn broker_returned(&self) -> u64 {
+        *self.broker_returned.borrow()
+    }
+
+    #[cfg(feature = "nats")]
+    /// Changes each time the broker connection comes back.
+    pub(crate) fn broker_returns(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.broker_returned.subscribe()
     }
 
     pub(crate) fn stats(&self) -> NodeStats {

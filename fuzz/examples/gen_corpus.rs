@@ -588,6 +588,24 @@ fn extension_params(corpus: &mut Corpus) {
     }
 }
 
+fn resume_wire(corpus: &mut Corpus) {
+    let frame = |position: u64, kind: u8, payload: &[u8]| {
+        [&position.to_be_bytes()[..], &[kind], payload].concat()
+    };
+    for (name, bytes) in [
+        ("text_frame", frame(42, 1, b"hello")),
+        ("binary_frame", frame(u64::MAX, 2, &[0, 1, 2])),
+        ("unknown_kind", frame(1, 3, b"x")),
+        ("short", vec![0, 0, 0]),
+        ("since", b"since=j1b2c3:17".to_vec()),
+        ("since_among_params", b"token=a&since=e:0&x".to_vec()),
+        ("two_since", b"since=e:1&since=e:2".to_vec()),
+        ("since_overflow", b"since=e:18446744073709551616".to_vec()),
+    ] {
+        add(corpus, "resume_wire", name, bytes);
+    }
+}
+
 fn roundtrip(corpus: &mut Corpus) {
     let records = |items: &[(u8, &[u8])]| -> Vec<u8> {
         items
@@ -879,6 +897,7 @@ fn main() {
     inflater(&mut corpus);
     handshakes(&mut corpus);
     extension_params(&mut corpus);
+    resume_wire(&mut corpus);
     roundtrip(&mut corpus);
     write_faults(&mut corpus);
     proxy_tunnel(&mut corpus);

@@ -25,7 +25,11 @@ pub(crate) struct Args {
     /// echo: the server echoes every message and round trips are timed.
     /// oneway: the server only reads and checks. broadcast: publishers send
     /// to a topic of lockgate-fanout nodes, and every subscriber must
-    /// receive every message exactly once and in order.
+    /// receive every message exactly once and in order. resume: broadcast
+    /// with positions (lockgate.seq.v1) to nodes that keep a history;
+    /// subscribers drop their connections at random and resume on a random
+    /// node, and must still receive every message exactly once and in
+    /// order.
     #[arg(long, value_enum, default_value_t = Mode::Echo)]
     pub(crate) mode: Mode,
     /// Concurrent connections (echo, oneway).
@@ -57,7 +61,8 @@ pub(crate) struct Args {
     /// server whose certificate comes from a private CA.
     #[arg(long, value_name = "PATH")]
     pub(crate) ca_file: Option<PathBuf>,
-    /// Broadcast: subscribing connections, spread over the --urls in turn.
+    /// Broadcast: subscribing connections, spread over the --urls in turn
+    /// (resume: 20 by default).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) subscribers: u32,
     /// Broadcast: publishing connections, spread over the --urls in turn.
@@ -67,7 +72,7 @@ pub(crate) struct Args {
     /// then queues at most --publishers x 4 x --batch messages for one
     /// connection: the embedded node's queues hold that many; a node with
     /// shorter ones (lockgate-fanout's default: 1024) may close connections
-    /// as slow consumers.
+    /// as slow consumers. Resume: 2 by default, paced by --rate only.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) publishers: u32,
     /// Broadcast: the topic, for --urls without a path.
@@ -75,7 +80,8 @@ pub(crate) struct Args {
     pub(crate) topic: String,
     /// Broadcast: messages per second per publisher (default: as fast as
     /// the slowest connection allows). A publisher behind schedule sends
-    /// what is due together, up to --batch per flush.
+    /// what is due together, up to --batch per flush. Resume: 200 by
+    /// default (and --duration 10 unless --messages is given).
     #[arg(long, value_name = "MSGS_PER_SEC")]
     pub(crate) rate: Option<f64>,
     /// Broadcast: a subscriber or publisher closed by a node (1008 slow,
@@ -83,6 +89,22 @@ pub(crate) struct Args {
     /// would still have received is counted as lost to the close.
     #[arg(long)]
     pub(crate) allow_closes: bool,
+    /// Resume: mean time between a subscriber's drops (exponentially
+    /// distributed): it drops its connection without a close frame and
+    /// resumes on a random --url after the last position it received.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) drop_interval: u64,
+    /// Resume: the seed of the drop times and node choices (default: from
+    /// the clock; the summary shows it).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Resume: a node answering a resume with 4001 (resync: the position
+    /// is no longer held, or the epoch changed) is counted, not a failure;
+    /// the subscriber picks up from the oldest message held (from the live
+    /// ones if the epoch changed), and only what it received between
+    /// resyncs is checked for gaps.
+    #[arg(long)]
+    pub(crate) allow_resync: bool,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub(crate) json: bool,
@@ -96,6 +118,14 @@ pub(crate) enum Mode {
     #[value(alias = "one-way")]
     Oneway,
     Broadcast,
+    Resume,
+}
+
+impl Mode {
+    /// Whether the mode publishes to a topic of fan-out nodes.
+    pub(crate) fn has_topics(self) -> bool {
+        matches!(self, Mode::Broadcast | Mode::Resume)
+    }
 }
 
 impl std::fmt::Display for Mode {
@@ -104,6 +134,7 @@ impl std::fmt::Display for Mode {
             Mode::Echo => "echo",
             Mode::Oneway => "oneway",
             Mode::Broadcast => "broadcast",
+            Mode::Resume => "resume",
         })
     }
 }
@@ -124,14 +155,18 @@ pub(crate) fn min_size(mode: Mode) -> usize {
     match mode {
         Mode::Echo => crate::payload::HEADER,
         Mode::Oneway => 0,
-        Mode::Broadcast => crate::payload::BROADCAST_HEADER,
+        Mode::Broadcast | Mode::Resume => crate::payload::BROADCAST_HEADER,
     }
 }
 
-/// Options that only broadcast mode uses, by clap id.
-const BROADCAST_ONLY: [&str; 5] = ["subscribers", "publishers", "topic", "rate", "allow_closes"];
-/// Options that broadcast mode does not use.
-const NOT_BROADCAST: [&str; 1] = ["connections"];
+/// Options of the modes with topics (broadcast, resume), by clap id.
+const TOPIC_ONLY: [&str; 4] = ["subscribers", "publishers", "topic", "rate"];
+/// Options that only broadcast mode uses.
+const BROADCAST_ONLY: [&str; 1] = ["allow_closes"];
+/// Options that only resume mode uses.
+const RESUME_ONLY: [&str; 3] = ["drop_interval", "seed", "allow_resync"];
+/// Options that the modes with topics do not use.
+const NOT_TOPIC: [&str; 1] = ["connections"];
 
 /// `--name` of a clap id.
 fn flag(id: &str) -> String {
@@ -143,18 +178,29 @@ impl Args {
     /// `matches` tell which options were given (rather than defaulted).
     pub(crate) fn validate(&self, matches: &ArgMatches) -> Result<(), String> {
         let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
-        let broadcast = self.mode == Mode::Broadcast;
-        if let Some(id) = BROADCAST_ONLY.iter().find(|id| !broadcast && given(id)) {
+        let topics = self.mode.has_topics();
+        for (ids, modes, ok) in [
+            (&TOPIC_ONLY[..], "broadcast and resume", topics),
+            (
+                &BROADCAST_ONLY[..],
+                "broadcast",
+                self.mode == Mode::Broadcast,
+            ),
+            (&RESUME_ONLY[..], "resume", self.mode == Mode::Resume),
+        ] {
+            if let Some(id) = ids.iter().find(|id| !ok && given(id)) {
+                return Err(format!(
+                    "{} is for --mode {modes} (this run's mode is {})",
+                    flag(id),
+                    self.mode
+                ));
+            }
+        }
+        if let Some(id) = NOT_TOPIC.iter().find(|id| topics && given(id)) {
             return Err(format!(
-                "{} is for --mode broadcast (this run's mode is {})",
+                "{} is for --mode echo and oneway ({} has --subscribers and --publishers)",
                 flag(id),
                 self.mode
-            ));
-        }
-        if let Some(id) = NOT_BROADCAST.iter().find(|id| broadcast && given(id)) {
-            return Err(format!(
-                "{} is for --mode echo and oneway (broadcast has --subscribers and --publishers)",
-                flag(id)
             ));
         }
         if given("topic") {
@@ -178,7 +224,7 @@ impl Args {
                 self.mode
             ));
         }
-        if self.mode != Mode::Broadcast && self.url.len() > 1 {
+        if !topics && self.url.len() > 1 {
             return Err(format!("--url is given once in {} mode", self.mode));
         }
         if !lockgate_fanout::topic::is_valid(&self.topic) {
@@ -188,6 +234,37 @@ impl Args {
             return Err("--rate must be a positive number".into());
         }
         Ok(())
+    }
+
+    /// Fills in the defaults that depend on the mode, for the options not
+    /// given (`matches`): resume mode's run is a few seconds of a steady
+    /// rate, which is what its drops need to interleave with.
+    pub(crate) fn apply_mode_defaults(&mut self, matches: &ArgMatches) {
+        let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+        if self.mode != Mode::Resume {
+            return;
+        }
+        if !given("subscribers") {
+            self.subscribers = 20;
+        }
+        if !given("publishers") {
+            self.publishers = 2;
+        }
+        if self.rate.is_none() {
+            self.rate = Some(200.0);
+        }
+        if !given("messages") && self.duration.is_none() {
+            self.duration = Some(Duration::from_secs(10));
+        }
+        // A topic of its own: the history then holds this run's messages
+        // only, which a receiver that has none yet resumes from (since
+        // EPOCH:0, "from the oldest held").
+        if !given("topic") {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            self.topic = format!("loadgen-resume-{nanos:x}-{}", std::process::id());
+        }
     }
 
     /// Whether the run is bounded by time rather than by messages.

@@ -334,14 +334,14 @@ async fn subscribe(
 
 /// When message `seq` is due at `rate` a second: `seq / rate` seconds
 /// after the start, in nanoseconds.
-fn due_at_ns(seq: u64, rate: f64) -> u64 {
+pub(crate) fn due_at_ns(seq: u64, rate: f64) -> u64 {
     (seq as f64 / rate * 1e9) as u64
 }
 
 /// How many of the `n` messages from `seq` on go out `elapsed_ns` after
 /// the start at `rate` a second: those due by then (behind schedule, they
 /// go out together), and at least the one that was waited for.
-fn due_now(seq: u64, n: usize, elapsed_ns: u64, rate: f64) -> usize {
+pub(crate) fn due_now(seq: u64, n: usize, elapsed_ns: u64, rate: f64) -> usize {
     let due = (elapsed_ns as f64 * rate / 1e9) as u64 + 1;
     n.min(due.saturating_sub(seq).max(1) as usize)
 }

@@ -4,9 +4,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use lockgate_fanout::seq::{EPOCH_HEADER, SUBPROTOCOL};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use tokio_lockgate::http::Uri;
+use tokio_lockgate::lockgate::client::ClientRequestBuilder;
 use tokio_lockgate::lockgate::error::TlsError;
+use tokio_lockgate::lockgate::handshake::IntoClientRequest;
+use tokio_lockgate::lockgate::handshake::client::Response;
 use tokio_lockgate::{ClientOptions, Connector, MaybeTlsStream, WebSocketStream};
 
 /// A client connection, plain or TLS.
@@ -65,25 +70,65 @@ impl Dialer {
     /// The library's error, as displayed, with a hint when the server's
     /// certificate was refused.
     pub(crate) async fn connect(&self, url: &str) -> Result<Ws, String> {
-        let result = match &self.tls {
+        self.dial(url)
+            .await
+            .map(|(ws, _)| ws)
+            .map_err(|err| self.describe(&err))
+    }
+
+    /// Connects to `url` offering the `lockgate.seq.v1` subprotocol;
+    /// returns the connection and the epoch of the node's history (`None`
+    /// when the 101 carries no `Lockgate-Epoch`).
+    ///
+    /// # Errors
+    ///
+    /// The library's error, for the caller to tell a node that is gone
+    /// from one that refuses (see [`Self::describe`]).
+    pub(crate) async fn connect_seq(
+        &self,
+        url: &str,
+    ) -> Result<(Ws, Option<String>), tokio_lockgate::Error> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e: tokio_lockgate::http::uri::InvalidUri| {
+                tokio_lockgate::Error::HttpFormat(e.into())
+            })?;
+        let request = ClientRequestBuilder::new(uri).with_sub_protocol(SUBPROTOCOL);
+        let (ws, response) = self.dial(request).await?;
+        let epoch = response
+            .headers()
+            .get(EPOCH_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Ok((ws, epoch))
+    }
+
+    async fn dial(
+        &self,
+        request: impl IntoClientRequest + Unpin,
+    ) -> tokio_lockgate::Result<(Ws, Response)> {
+        match &self.tls {
             Some(connector) => {
                 let options = ClientOptions::new().tls(connector.clone());
-                tokio_lockgate::connect_async_with(url, options).await
+                tokio_lockgate::connect_async_with(request, options).await
             }
-            None => tokio_lockgate::connect_async(url).await,
-        };
-        result.map(|(ws, _)| ws).map_err(|err| {
-            let mut message = err.to_string();
-            if certificate_refused(&err) {
-                message += if self.ca_file {
-                    " (the server's certificate is not signed by a CA of --ca-file or of the web PKI)"
-                } else {
-                    " (for a server whose certificate comes from a private CA, pass that CA's \
-                     certificate with --ca-file PATH)"
-                };
-            }
-            message
-        })
+            None => tokio_lockgate::connect_async(request).await,
+        }
+    }
+
+    /// `err` as displayed, with a hint when the server's certificate was
+    /// refused.
+    pub(crate) fn describe(&self, err: &tokio_lockgate::Error) -> String {
+        let mut message = err.to_string();
+        if certificate_refused(err) {
+            message += if self.ca_file {
+                " (the server's certificate is not signed by a CA of --ca-file or of the web PKI)"
+            } else {
+                " (for a server whose certificate comes from a private CA, pass that CA's \
+                 certificate with --ca-file PATH)"
+            };
+        }
+        message
     }
 }
 

@@ -14,7 +14,10 @@ mod pacing;
 mod payload;
 mod progress;
 mod report;
+mod resume;
+mod rng;
 mod shared;
+mod timeline;
 mod verify;
 
 use std::io::Write;
@@ -22,7 +25,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{CommandFactory, FromArgMatches};
-use lockgate_fanout::{Node, NodeConfig};
+use lockgate_fanout::{HistoryConfig, Node, NodeConfig};
 use tokio_lockgate::hub::HubConfig;
 
 use args::{Args, Mode};
@@ -35,7 +38,7 @@ use shared::Shared;
 #[tokio::main]
 async fn main() -> ExitCode {
     let matches = Args::command().get_matches();
-    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // clap's format: one line and a pointer to --help, exit status 2.
     let usage_error = |error: String| {
         Args::command()
@@ -45,6 +48,7 @@ async fn main() -> ExitCode {
     if let Err(error) = args.validate(&matches) {
         usage_error(error);
     }
+    args.apply_mode_defaults(&matches);
     let dialer = match Dialer::new(args.ca_file.as_deref()) {
         Ok(dialer) => dialer,
         Err(error) => usage_error(error),
@@ -60,7 +64,7 @@ async fn main() -> ExitCode {
 
     let progress = Progress::new();
     let connections = match args.mode {
-        Mode::Broadcast => u64::from(args.subscribers + args.publishers),
+        Mode::Broadcast | Mode::Resume => u64::from(args.subscribers + args.publishers),
         _ => u64::from(args.connections),
     };
     let hard_limit = args.duration.map(|d| d + GRACE);
@@ -101,6 +105,42 @@ const FANOUT_QUEUE: usize = 1024;
 /// description and the run itself.
 async fn start(args: &Args, dialer: Dialer, shared: Arc<Shared>) -> Result<(String, Work), String> {
     let args = args.clone();
+    if args.mode == Mode::Resume {
+        let (bases, target) = if args.url.is_empty() {
+            // Room for the whole run: a resume is never too old for it.
+            let history = HistoryConfig::last(resume::history_size(&args));
+            let hub =
+                HubConfig::default().queue_capacity(FANOUT_QUEUE.max(broadcast::in_flight(&args)));
+            let config = NodeConfig::new(([127, 0, 0, 1], 0).into())
+                .hub(hub)
+                .history(history);
+            let node = Node::start(config)
+                .await
+                .map_err(|e| format!("embedded fan-out node: {e}"))?;
+            let url = format!("ws://{}", node.local_addr());
+            // The node lives as long as the process.
+            std::mem::forget(node);
+            (
+                vec![url.clone()],
+                format!("embedded fan-out node with a history at {url}"),
+            )
+        } else {
+            (args.url.clone(), args.url.join(" "))
+        };
+        let urls: Vec<String> = bases
+            .iter()
+            .map(|url| broadcast::topic_url(url, &args.topic))
+            .collect();
+        // From the clock unless given: the summary shows it, to run the
+        // same schedule again.
+        let seed = args.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+        let work = async move { resume::run(&args, &dialer, &urls, shared, seed).await };
+        return Ok((target, Box::pin(work)));
+    }
     if args.mode == Mode::Broadcast {
         let (bases, target) = if args.url.is_empty() {
             // The publishers' windows bound what is queued for a

@@ -109,6 +109,16 @@ impl Payload {
             Message::Text(text) => (text.as_bytes(), true),
             other => return Err(format!("{}: unexpected {other:?}", what())),
         };
+        self.sized(data, is_text, what)
+    }
+
+    /// `data` if it is of the kind and size sent.
+    fn sized<'m>(
+        &self,
+        data: &'m [u8],
+        is_text: bool,
+        what: &dyn Fn() -> String,
+    ) -> Result<&'m [u8], String> {
         if is_text != self.text {
             let kind = |text| if text { "text" } else { "binary" };
             return Err(format!(
@@ -160,6 +170,17 @@ impl Payload {
     /// Reads a broadcast message's stamp, checking the rest of it.
     pub(crate) fn stamp(&self, msg: &Message) -> Result<Stamp, String> {
         let data = self.data(msg, &|| "broadcast message".to_owned())?;
+        self.stamp_of(data)
+    }
+
+    /// [`Self::stamp`] of a payload that arrived without its frame (as
+    /// `lockgate.seq.v1` carries it), `is_text` as it was published.
+    pub(crate) fn stamp_payload(&self, data: &[u8], is_text: bool) -> Result<Stamp, String> {
+        let data = self.sized(data, is_text, &|| "broadcast message".to_owned())?;
+        self.stamp_of(data)
+    }
+
+    fn stamp_of(&self, data: &[u8]) -> Result<Stamp, String> {
         let field = |range: std::ops::Range<usize>| {
             get7(&data[range]).ok_or_else(|| "broadcast message: stamp corrupted".to_owned())
         };

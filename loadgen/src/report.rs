@@ -18,6 +18,78 @@ pub(crate) struct Report {
     pub(crate) note: String,
     pub(crate) latency: Option<Percentiles>,
     pub(crate) broadcast: Option<BroadcastReport>,
+    pub(crate) resume: Option<ResumeReport>,
+}
+
+/// Resume mode's figures: what was verified, across how many reconnects.
+#[derive(Debug, Serialize)]
+pub(crate) struct ResumeReport {
+    pub(crate) subscribers: usize,
+    /// Messages every subscriber received, exactly once and in order.
+    pub(crate) messages: u64,
+    pub(crate) first_position: Option<u64>,
+    pub(crate) last_position: Option<u64>,
+    /// The subscribers' reconnections (drops, nodes gone, resyncs).
+    pub(crate) reconnects: u64,
+    /// Reconnections (subscribers' and publishers') to each node, in
+    /// `--url` order.
+    pub(crate) reconnects_per_node: Vec<u64>,
+    /// Nodes reconnected to.
+    pub(crate) nodes: usize,
+    /// Messages subscribers received on a resumed connection that were
+    /// stored before it was made: the history's replay.
+    pub(crate) replayed: u64,
+    pub(crate) resyncs: u64,
+    pub(crate) publishers: usize,
+    pub(crate) publisher_reconnects: u64,
+    /// Messages sent on a publisher's connection that died and never
+    /// stored.
+    pub(crate) publisher_lost: u64,
+    pub(crate) seed: u64,
+}
+
+/// `n` with a comma every three digits, for the sentence people read.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl ResumeReport {
+    /// The one sentence of what was verified.
+    pub(crate) fn verified(&self) -> String {
+        let positions = match (self.first_position, self.last_position) {
+            (Some(first), Some(last)) => format!(" (positions {first}..{last})"),
+            _ => String::new(),
+        };
+        // With resyncs allowed, a subscriber may miss what a resync skips.
+        let how = if self.resyncs == 0 {
+            "exactly once and in order".to_owned()
+        } else {
+            format!(
+                "at most once and in order, with gaps only at the {} resyncs",
+                self.resyncs
+            )
+        };
+        format!(
+            "{} subscribers x {} messages{positions}, {how}, across {} reconnects (to {} node{}), {} messages replayed, {} resyncs; publishers: {}, {} messages lost with a killed connection",
+            self.subscribers,
+            thousands(self.messages),
+            thousands(self.reconnects),
+            self.nodes,
+            if self.nodes == 1 { "" } else { "s" },
+            thousands(self.replayed),
+            self.resyncs,
+            self.publishers,
+            thousands(self.publisher_lost),
+        )
+    }
 }
 
 /// Broadcast figures.
@@ -80,6 +152,7 @@ impl Report {
             note,
             latency: None,
             broadcast: None,
+            resume: None,
         }
     }
 
@@ -90,6 +163,11 @@ impl Report {
 
     pub(crate) fn with_broadcast(mut self, broadcast: BroadcastReport) -> Self {
         self.broadcast = Some(broadcast);
+        self
+    }
+
+    pub(crate) fn with_resume(mut self, resume: ResumeReport) -> Self {
+        self.resume = Some(resume);
         self
     }
 
@@ -108,6 +186,57 @@ pub(crate) enum Outcome {
     Failed(String),
     /// The watchdog stopped it: why, connections open, messages counted.
     Stopped(String, u64, u64),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ResumeReport;
+
+    #[test]
+    fn the_verified_sentence_says_what_was_checked() {
+        let mut report = ResumeReport {
+            subscribers: 20,
+            messages: 4000,
+            first_position: Some(12),
+            last_position: Some(4011),
+            reconnects: 213,
+            reconnects_per_node: vec![70, 70, 73],
+            nodes: 3,
+            replayed: 8312,
+            resyncs: 0,
+            publishers: 2,
+            publisher_reconnects: 1,
+            publisher_lost: 3,
+            seed: 1,
+        };
+        assert_eq!(
+            report.verified(),
+            "20 subscribers x 4,000 messages (positions 12..4011), exactly once and in order, \
+             across 213 reconnects (to 3 nodes), 8,312 messages replayed, 0 resyncs; \
+             publishers: 2, 3 messages lost with a killed connection"
+        );
+        report.resyncs = 2;
+        assert!(
+            report
+                .verified()
+                .contains("at most once and in order, with gaps only at the 2 resyncs"),
+            "{}",
+            report.verified()
+        );
+    }
+
+    #[test]
+    fn thousands_are_separated_by_commas() {
+        for (n, text) in [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (8312, "8,312"),
+            (1234567, "1,234,567"),
+        ] {
+            assert_eq!(super::thousands(n), text);
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -162,7 +291,7 @@ fn print_text(args: &Args, target: &str, outcome: &Outcome) {
     let kind = if args.text { "text" } else { "binary" };
     println!("mode         {}", args.mode);
     println!("target       {target}");
-    if args.mode == Mode::Broadcast {
+    if args.mode.has_topics() {
         println!(
             "connections  {} subscribers, {} publishers",
             args.subscribers, args.publishers
@@ -190,6 +319,16 @@ fn print_text(args: &Args, target: &str, outcome: &Outcome) {
         }
     };
     let rate = report.rate();
+    if let Some(resume) = &report.resume {
+        println!(
+            "deliveries   {} in {:.3} s ({rate:.0}/s)",
+            report.messages,
+            report.elapsed.as_secs_f64()
+        );
+        println!("seed         {}", resume.seed);
+        println!("verified: {}", report.note);
+        return;
+    }
     let what = if report.broadcast.is_some() {
         "deliveries"
     } else {

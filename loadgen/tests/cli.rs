@@ -130,6 +130,22 @@ fn usage_errors_are_one_short_message_and_status_2() {
         (&["--mode", "echo", "--topic", "t"], "--topic"),
         (&["--rate", "100"], "--rate"),
         (&["--allow-closes", "--mode", "oneway"], "--allow-closes"),
+        (&["--seed", "3"], "--seed is for --mode resume"),
+        (
+            &["--mode", "broadcast", "--drop-interval", "5"],
+            "--drop-interval is for --mode resume",
+        ),
+        (&["--mode", "oneway", "--allow-resync"], "--allow-resync"),
+        (
+            &["--mode", "resume", "--allow-closes"],
+            "--allow-closes is for --mode broadcast",
+        ),
+        (&["--mode", "resume", "--connections", "2"], "--connections"),
+        (
+            &["--mode", "resume", "--drop-interval", "0"],
+            "--drop-interval",
+        ),
+        (&["--mode", "resume", "--size", "21"], "--size"),
         (
             &["--mode", "broadcast", "--connections", "2"],
             "--connections",

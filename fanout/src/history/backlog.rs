@@ -62,6 +62,14 @@ impl Backlog {
         }
     }
 
+    /// Delivery starts over after `known_after` (the broker connection
+    /// came back, and what was stored meanwhile was not delivered here):
+    /// the backlog no longer vouches for anything up to it.
+    #[cfg(feature = "nats")]
+    pub(crate) fn restart(&mut self, known_after: u64) {
+        self.known_after = self.known_after.max(known_after);
+    }
+
     /// Records a delivered message. Positions come in increasing order.
     pub(crate) fn push(
         &mut self,

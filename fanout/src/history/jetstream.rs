@@ -15,19 +15,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::DeliverPolicy;
-use async_nats::jetstream::consumer::push::OrderedConfig;
-use async_nats::jetstream::context::PublishAckFuture;
+use async_nats::header::{NATS_LAST_SEQUENCE, NATS_SEQUENCE, NATS_SUBJECT};
+use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, pull};
+use async_nats::jetstream::context::{PublishAckFuture, PublishError, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
-use async_nats::jetstream::stream::{self, DiscardPolicy, LastRawMessageErrorKind, StorageType};
+use async_nats::jetstream::stream::{
+    self, DiscardPolicy, LastRawMessageErrorKind, Republish, StorageType,
+};
 use async_nats::jetstream::{self as js};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_lockgate::hub::PreparedSink;
 use tokio_lockgate::{Message, PreparedMessage};
 
 use super::backlog::Backlog;
+use super::continuity::{Continuity, Verdict};
 use super::local::base36;
 use super::{History, ReplayError, Store, write_all, write_one};
 use crate::config::HistoryConfig;
@@ -39,6 +42,19 @@ pub(crate) const STREAM: &str = "LOCKGATE";
 
 const SUBJECT_PREFIX: &str = "lockgate.history";
 
+/// Where the stream republishes what it stored, for the nodes.
+const STORED_PREFIX: &str = "lockgate.stored";
+
+/// A subject of the stream no client can name: a node's probe that the
+/// broker sends it what the stream stores.
+const PROBE_SUBJECT: &str = "lockgate.probe";
+
+/// How long a starting node tries to set the stream up.
+const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
+
+/// How long a node waits for its probe to come back.
+const PROBE_PATIENCE: Duration = Duration::from_secs(10);
+
 /// How long a message is retried (with its id, so JetStream stores it
 /// once) before its client is told to come back: longer than a stream
 /// leader's election.
@@ -47,9 +63,15 @@ const PUBLISH_PATIENCE: Duration = Duration::from_secs(20);
 /// How long JetStream remembers message ids, to drop retried duplicates.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(60);
 
-/// Messages of one client sent to JetStream and not yet acknowledged;
-/// past it, the client is not read until acknowledgements come back.
-const IN_FLIGHT: usize = 256;
+/// A replay spanning more positions than this (of all topics) reads in
+/// batches through a consumer rather than message by message.
+const BULK_SPAN: u64 = 256;
+
+/// Messages a replay's consumer fetches at once.
+const BULK_BATCH: usize = 512;
+
+/// How long a replay's consumer waits for a batch to fill.
+const BULK_WAIT: Duration = Duration::from_millis(500);
 
 /// Replayed frames written between flushes.
 const REPLAY_BATCH: usize = 64;
@@ -71,6 +93,9 @@ pub(crate) struct Stream {
     /// Prefix of this node's message ids.
     node: String,
     connections: AtomicU64,
+    /// The broker's returns the delivery has caught up with (see
+    /// [`NodeState::broker_returned`]).
+    caught_up: AtomicU64,
 }
 
 fn io_error(what: &str, e: impl std::fmt::Display) -> std::io::Error {
@@ -82,6 +107,34 @@ pub(super) async fn start(
     state: Arc<NodeState>,
     client: async_nats::Client,
 ) -> std::io::Result<Arc<History>> {
+    // Nodes that start with their cluster find JetStream electing its
+    // leaders, and each other creating the stream: they try again.
+    let deadline = tokio::time::Instant::now() + STARTUP_PATIENCE;
+    loop {
+        match set_up(config, &client).await {
+            Ok(set_up) => return Ok(set_up.start(config, state)),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+            Err(e) => {
+                eprintln!("lockgate-fanout: {e}; trying again");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
+/// What a node learned of the stream, before it delivers.
+struct SetUp {
+    context: js::Context,
+    stream: stream::Stream,
+    epoch: String,
+    stored: async_nats::Subscriber,
+    node: String,
+    known_through: u64,
+}
+
+/// Creates the stream (or adjusts its limits to this node's), subscribes
+/// to what it republishes, and probes that subscription.
+async fn set_up(config: HistoryConfig, client: &async_nats::Client) -> std::io::Result<SetUp> {
     let context = js::new(client.clone());
     let replicas = config.replicas.unwrap_or_else(|| {
         // The servers a client learns of are the cluster's.
@@ -90,13 +143,18 @@ pub(super) async fn start(
     });
     let wanted = stream::Config {
         name: STREAM.to_owned(),
-        subjects: vec![format!("{SUBJECT_PREFIX}.*")],
+        subjects: vec![format!("{SUBJECT_PREFIX}.*"), PROBE_SUBJECT.to_owned()],
         max_messages_per_subject: i64::try_from(config.messages).unwrap_or(i64::MAX),
         max_age: config.max_age.unwrap_or_default(),
         num_replicas: replicas,
         storage: StorageType::File,
         discard: DiscardPolicy::Old,
         duplicate_window: DUPLICATE_WINDOW,
+        republish: Some(Republish {
+            source: ">".to_owned(),
+            destination: format!("{STORED_PREFIX}.>"),
+            headers_only: false,
+        }),
         ..Default::default()
     };
     let mut stream = context
@@ -112,10 +170,14 @@ pub(super) async fn start(
     // node's options; its replicas and epoch stay.
     if info.config.max_messages_per_subject != wanted.max_messages_per_subject
         || info.config.max_age != wanted.max_age
+        || info.config.subjects != wanted.subjects
+        || info.config.republish != wanted.republish
     {
         let mut updated = info.config.clone();
         updated.max_messages_per_subject = wanted.max_messages_per_subject;
         updated.max_age = wanted.max_age;
+        updated.subjects = wanted.subjects.clone();
+        updated.republish = wanted.republish.clone();
         info = context
             .update_stream(updated)
             .await
@@ -125,36 +187,95 @@ pub(super) async fn start(
         "j{}",
         base36(u64::try_from(info.created.unix_timestamp_nanos()).unwrap_or_default())
     );
-    let known_after = info.state.last_sequence;
-    let history = Arc::new(History {
-        epoch,
-        backlog: Mutex::new(Backlog::new(
-            usize::try_from(config.messages).unwrap_or(usize::MAX),
-            config.max_age,
-            known_after,
-        )),
-        store: Store::JetStream(Box::new(Stream {
-            context,
-            stream: stream.clone(),
-            node: format!("{:x}", node_id()),
-            connections: AtomicU64::new(0),
-        })),
-        state,
-    });
-    let messages = consume_from(&stream, &client, known_after + 1)
+    let mut stored = client
+        .subscribe(format!("{STORED_PREFIX}.>"))
         .await
-        .map_err(|e| io_error("consumer", e))?;
-    tokio::spawn(deliver_stored(
-        Arc::downgrade(&history),
+        .map_err(|e| io_error("subscribe", e))?;
+    let node = format!("{:x}", node_id());
+    let known_through = probe(&context, &mut stored, &node)
+        .await
+        .map_err(|e| io_error("probe", e))?;
+    Ok(SetUp {
+        context,
         stream,
-        client,
-        messages,
-        known_after,
-    ));
-    Ok(history)
+        epoch,
+        stored,
+        node,
+        known_through,
+    })
 }
 
-/// A number no other node of the domain is likely to have.
+impl SetUp {
+    fn start(self, config: HistoryConfig, state: Arc<NodeState>) -> Arc<History> {
+        let SetUp {
+            context,
+            stream,
+            epoch,
+            stored,
+            node,
+            known_through,
+        } = self;
+        let history = Arc::new(History {
+            epoch,
+            backlog: Mutex::new(Backlog::new(
+                usize::try_from(config.messages).unwrap_or(usize::MAX),
+                config.max_age,
+                known_through,
+            )),
+            store: Store::JetStream(Box::new(Stream {
+                context: context.clone(),
+                stream,
+                node: node.clone(),
+                connections: AtomicU64::new(0),
+                caught_up: AtomicU64::new(state.broker_returned()),
+            })),
+            state: Arc::clone(&state),
+        });
+        tokio::spawn(deliver_stored(
+            Arc::downgrade(&history),
+            context,
+            stored,
+            node,
+            known_through,
+            state.broker_returns(),
+        ));
+        history
+    }
+}
+
+/// Publishes a probe into the stream and waits for it to come back
+/// republished: from then on the broker sends this node every message
+/// stored after it. Returns its position: the node delivers what follows.
+async fn probe(
+    context: &js::Context,
+    stored: &mut async_nats::Subscriber,
+    node: &str,
+) -> Result<u64, String> {
+    let ack = context
+        .publish(PROBE_SUBJECT, Bytes::from(node.to_owned()))
+        .await
+        .map_err(|e| e.to_string())?
+        .await
+        .map_err(|e| e.to_string())?;
+    let deadline = tokio::time::Instant::now() + PROBE_PATIENCE;
+    loop {
+        let next = tokio::time::timeout_at(deadline, stored.next())
+            .await
+            .map_err(|_| format!("the broker did not republish it within {PROBE_PATIENCE:?}"))?
+            .ok_or("the subscription ended")?;
+        if sequence(&next, NATS_SEQUENCE) == Some(ack.sequence) {
+            return Ok(ack.sequence);
+        }
+    }
+}
+
+/// A sequence number in a republished message's headers.
+fn sequence(message: &async_nats::Message, header: async_nats::HeaderName) -> Option<u64> {
+    message.headers.as_ref()?.get(header)?.as_str().parse().ok()
+}
+
+/// A node's id, the prefix of its message ids: a number no other node
+/// of the domain is likely to have.
 fn node_id() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -162,83 +283,134 @@ fn node_id() -> u64 {
     hasher.finish()
 }
 
-type Ordered = js::consumer::push::Ordered;
-
-async fn consume_from(
-    stream: &stream::Stream,
-    client: &async_nats::Client,
-    start: u64,
-) -> Result<Ordered, async_nats::Error> {
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            deliver_subject: client.new_inbox(),
-            filter_subject: format!("{SUBJECT_PREFIX}.*"),
-            deliver_policy: DeliverPolicy::ByStartSequence {
-                start_sequence: start,
-            },
-            ..Default::default()
-        })
-        .await?;
-    Ok(consumer.messages().await?)
-}
-
-/// Delivers every stored message, in stream order, for as long as the node
-/// runs. The ordered consumer recovers from gaps and lost servers by
-/// itself; should its stream end, a new one starts after the last
-/// position delivered.
+/// Delivers every stored message the stream republishes, in stream order,
+/// for as long as the node runs. A message whose topic predecessor (the
+/// `Nats-Last-Sequence` header) the node did not deliver is preceded by
+/// what was missed, read from the stream; after the broker connection
+/// comes back, delivery restarts after a new probe.
 async fn deliver_stored(
     history: Weak<History>,
-    stream: stream::Stream,
-    client: async_nats::Client,
-    mut messages: Ordered,
-    mut delivered: u64,
+    context: js::Context,
+    mut stored: async_nats::Subscriber,
+    node: String,
+    known_through: u64,
+    mut broker_returns: watch::Receiver<u64>,
 ) {
+    let mut continuity = Continuity::new(known_through);
     loop {
-        while let Some(next) = messages.next().await {
-            let Some(history) = history.upgrade() else {
-                return;
-            };
-            let message = match next {
-                Ok(message) => message,
-                Err(e) => {
-                    eprintln!("lockgate-fanout: history consumer: {e}");
-                    continue;
+        let message = tokio::select! {
+            message = stored.next() => match message {
+                Some(message) => message,
+                None => return,
+            },
+            changed = broker_returns.changed() => {
+                if changed.is_err() {
+                    return;
                 }
-            };
-            let position = match message.info() {
-                Ok(info) => info.stream_sequence,
-                Err(e) => {
-                    eprintln!("lockgate-fanout: history message without its position: {e}");
-                    continue;
+                let returns = *broker_returns.borrow_and_update();
+                // What was stored while the node was away never reaches
+                // it: the backlog vouches only for what follows a new
+                // probe, and the node takes no client until then.
+                let through = loop {
+                    match probe(&context, &mut stored, &node).await {
+                        Ok(through) => break through,
+                        Err(e) => {
+                            eprintln!("lockgate-fanout: history after reconnecting: {e}; trying again");
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        }
+                    }
+                    if history.strong_count() == 0 {
+                        return;
+                    }
+                };
+                let Some(history) = history.upgrade() else { return };
+                continuity.restart(through);
+                history.lock().restart(through);
+                if let Store::JetStream(stream) = &history.store {
+                    stream.caught_up.store(returns, Ordering::Release);
                 }
-            };
-            // Redelivered after the consumer recovered.
-            if position <= delivered {
                 continue;
             }
-            delivered = position;
-            match topic_of(message.subject.as_str()) {
-                Some(topic) => history.deliver(topic, position, &message.payload).await,
-                None => count(&history.state.counters.relay_errors),
-            }
-        }
-        loop {
-            if history.strong_count() == 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            match consume_from(&stream, &client, delivered + 1).await {
-                Ok(fresh) => {
-                    messages = fresh;
-                    break;
+        };
+        let Some(history) = history.upgrade() else {
+            return;
+        };
+        let (Some(position), Some(topic)) = (
+            sequence(&message, NATS_SEQUENCE),
+            message
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(NATS_SUBJECT))
+                .and_then(|subject| topic_of(subject.as_str())),
+        ) else {
+            // The probes, and anything else on the stream.
+            continue;
+        };
+        let previous = sequence(&message, NATS_LAST_SEQUENCE).unwrap_or(0);
+        match continuity.check(topic, position, previous) {
+            Verdict::Skip => continue,
+            Verdict::Deliver => {}
+            Verdict::FillAfter(after) => {
+                let Store::JetStream(stream) = &history.store else {
+                    unreachable!("delivered from JetStream")
+                };
+                match stream.read(topic, after, position - 1).await {
+                    Ok(missed) => {
+                        for (missed_position, payload) in missed {
+                            history.deliver(topic, missed_position, &payload).await;
+                            continuity.delivered(topic, missed_position);
+                        }
+                    }
+                    // Its subscribers miss them; those that resume read
+                    // the stream.
+                    Err(e) => {
+                        count(&history.state.counters.relay_errors);
+                        eprintln!("lockgate-fanout: history: reading missed messages: {e}");
+                    }
                 }
-                Err(e) => eprintln!("lockgate-fanout: history consumer: {e}; retrying"),
             }
         }
+        history.deliver(topic, position, &message.payload).await;
+        continuity.delivered(topic, position);
     }
 }
 
 impl Stream {
+    /// Whether delivery caught up with the broker's last return: until
+    /// then, the backlog may lack what was stored while it was away.
+    pub(super) fn caught_up(&self, state: &NodeState) -> bool {
+        self.caught_up.load(Ordering::Acquire) >= state.broker_returned()
+    }
+
+    /// The stored messages of `topic` with a position in
+    /// `after + 1 ..= through`, from the stream's leader.
+    async fn read(
+        &self,
+        topic: &str,
+        after: u64,
+        through: u64,
+    ) -> Result<Vec<(u64, Bytes)>, String> {
+        let subject = subject(topic);
+        let mut found = Vec::new();
+        let mut cursor = after + 1;
+        while cursor <= through {
+            match self
+                .stream
+                .get_first_raw_message_by_subject(&subject, cursor)
+                .await
+            {
+                Ok(message) if message.sequence <= through => {
+                    cursor = message.sequence + 1;
+                    found.push((message.sequence, message.payload));
+                }
+                Ok(_) => break,
+                Err(e) if matches!(e.kind(), LastRawMessageErrorKind::NoMessageFound) => break,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(found)
+    }
+
     /// A connection's publisher: its own message ids and acknowledgements.
     pub(crate) fn publisher(&self, state: Arc<NodeState>) -> Publisher {
         let connection = self.connections.fetch_add(1, Ordering::Relaxed);
@@ -247,7 +419,6 @@ impl Stream {
             context: self.context.clone(),
             ids: format!("{}.{connection:x}", self.node),
             next: 0,
-            acks: None,
             failure: watch::channel(None).0,
         }
     }
@@ -292,6 +463,20 @@ impl Stream {
             anchor = Some(after);
         }
         let mut cursor = after + 1;
+        if through - after > BULK_SPAN {
+            // Many messages, perhaps: read them in batches through a
+            // consumer of this topic, then check with the leader.
+            match self.bulk(&subject, cursor, through, ws).await {
+                Ok(Some((first, next))) => {
+                    anchor.get_or_insert(first);
+                    cursor = next;
+                }
+                Ok(None) => {}
+                Err(ReplayError::Closed) => return Err(ReplayError::Closed),
+                // The leader reads what the consumer could not.
+                Err(e) => eprintln!("lockgate-fanout: replay in batches: {e:?}"),
+            }
+        }
         let mut batch = Vec::with_capacity(REPLAY_BATCH);
         while cursor <= through {
             let Some(message) = first_from(cursor).await? else {
@@ -322,6 +507,82 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// Writes what a consumer of `subject` from `from` reads, through
+    /// `through`, in batches; returns the first position written and the
+    /// one after the last (`None` if none was). The consumer may run on a replica
+    /// behind the leader, so the caller goes on from there with the
+    /// leader.
+    async fn bulk<W: PreparedSink>(
+        &self,
+        subject: &str,
+        from: u64,
+        through: u64,
+        ws: &mut W,
+    ) -> Result<Option<(u64, u64)>, ReplayError> {
+        let unavailable = |e: &dyn std::fmt::Display| ReplayError::Unavailable(e.to_string());
+        let consumer = self
+            .stream
+            .create_consumer(pull::Config {
+                filter_subject: subject.to_owned(),
+                deliver_policy: DeliverPolicy::ByStartSequence {
+                    start_sequence: from,
+                },
+                ack_policy: AckPolicy::None,
+                memory_storage: true,
+                num_replicas: 1,
+                inactive_threshold: Duration::from_secs(30),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| unavailable(&e))?;
+        let name = consumer.cached_info().name.clone();
+        let pending = consumer.cached_info().num_pending;
+        let result = async {
+            let mut written = None;
+            if pending == 0 {
+                return Ok(written);
+            }
+            let mut frames = Vec::with_capacity(BULK_BATCH);
+            loop {
+                let mut batch = consumer
+                    .batch()
+                    .max_messages(BULK_BATCH)
+                    .expires(BULK_WAIT)
+                    .messages()
+                    .await
+                    .map_err(|e| unavailable(&e))?;
+                frames.clear();
+                let mut done = true;
+                while let Some(message) = batch.next().await {
+                    let message = message.map_err(|e| unavailable(&e))?;
+                    let info = message.info().map_err(|e| unavailable(&e))?;
+                    let position = info.stream_sequence;
+                    if position > through {
+                        break;
+                    }
+                    written = Some((written.map_or(position, |(first, _)| first), position + 1));
+                    if let Some(frame) = frame(position, &message.payload) {
+                        frames.push(frame);
+                    }
+                    // The last the consumer sees (as of this message).
+                    done = info.pending == 0 || position == through;
+                    if done {
+                        break;
+                    }
+                }
+                write_all(ws, &frames).await?;
+                if done || frames.is_empty() {
+                    return Ok(written);
+                }
+            }
+        }
+        .await;
+        let _ = self.stream.delete_consumer(&name).await;
+        result
+    }
+}
+
 /// The `lockgate.seq.v1` frame of a stored message.
 fn frame(position: u64, stored: &[u8]) -> Option<PreparedMessage> {
     let (&kind, payload) = stored.split_first()?;
@@ -331,29 +592,23 @@ fn frame(position: u64, stored: &[u8]) -> Option<PreparedMessage> {
     ))))
 }
 
-/// A connection's messages on their way into the stream.
+/// A connection's messages on their way into the stream, one at a time:
+/// a message is sent once the one before it is stored, so that a retry
+/// (after a lost acknowledgement, or through a leader's election) never
+/// lands behind a later message of the same client.
 #[derive(Debug)]
 pub(crate) struct Publisher {
     state: Arc<NodeState>,
     context: js::Context,
     ids: String,
     next: u64,
-    /// To the task that waits for acknowledgements, started with the
-    /// connection's first message.
-    acks: Option<mpsc::Sender<Pending>>,
     failure: watch::Sender<Option<String>>,
 }
 
-struct Pending {
-    subject: String,
-    stored: Bytes,
-    id: String,
-    ack: PublishAckFuture,
-}
-
 impl Publisher {
-    /// Sends one message to the stream; its acknowledgement is awaited
-    /// by the connection's acknowledgement task, in order.
+    /// Stores one message, retrying it (with its id: stored at most once)
+    /// until [`PUBLISH_PATIENCE`] runs out; then the connection is done
+    /// publishing, and [`failures`](Self::failures) says why.
     pub(crate) async fn publish(&mut self, topic: &str, stored: Bytes) -> Result<(), String> {
         if let Some(why) = self.failure.borrow().clone() {
             return Err(why);
@@ -361,27 +616,37 @@ impl Publisher {
         let id = format!("{}.{:x}", self.ids, self.next);
         self.next += 1;
         let subject = subject(topic);
-        let ack = send(&self.context, &subject, &stored, &id)
-            .await
-            .map_err(|e| format!("publish to JetStream: {e}"))?;
-        let acks = self.acks.get_or_insert_with(|| {
-            let (acks, pending) = mpsc::channel(IN_FLIGHT);
-            tokio::spawn(await_acks(
-                Arc::clone(&self.state),
-                self.context.clone(),
-                pending,
-                self.failure.clone(),
-            ));
-            acks
-        });
-        acks.send(Pending {
-            subject,
-            stored,
-            id,
-            ack,
-        })
-        .await
-        .map_err(|_| "the acknowledgement task ended".to_owned())
+        let started = tokio::time::Instant::now();
+        let mut wait = Duration::from_millis(50);
+        loop {
+            // Handed to a client that is away, a message would wait in its
+            // buffer and could be stored long after: after its sender, told
+            // 1013, resumed elsewhere with its next message.
+            let connected =
+                self.context.client().connection_state() == async_nats::connection::State::Connected;
+            let attempt = if connected {
+                send(&self.context, &subject, &stored, &id).await
+            } else {
+                Err(PublishError::new(PublishErrorKind::BrokenPipe))
+            };
+            let error = match attempt {
+                Ok(ack) => match ack.await {
+                    Ok(_) => {
+                        count(&self.state.counters.relayed_out);
+                        return Ok(());
+                    }
+                    Err(e) => e.to_string(),
+                },
+                Err(e) => e.to_string(),
+            };
+            if started.elapsed() > PUBLISH_PATIENCE {
+                let why = format!("JetStream did not store a message: {error}");
+                let _ = self.failure.send(Some(why.clone()));
+                return Err(why);
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(1));
+        }
     }
 
     /// Resolves once JetStream refused one of this connection's messages
@@ -396,7 +661,7 @@ async fn send(
     subject: &str,
     stored: &Bytes,
     id: &str,
-) -> Result<PublishAckFuture, async_nats::jetstream::context::PublishError> {
+) -> Result<PublishAckFuture, PublishError> {
     context
         .send_publish(
             subject.to_owned(),
@@ -405,58 +670,4 @@ async fn send(
                 .message_id(id),
         )
         .await
-}
-
-/// Waits for each acknowledgement in order, retrying a message that was
-/// not acknowledged (same id: stored at most once) until
-/// [`PUBLISH_PATIENCE`] runs out; then reports the failure and stops.
-async fn await_acks(
-    state: Arc<NodeState>,
-    context: js::Context,
-    mut pending: mpsc::Receiver<Pending>,
-    failure: watch::Sender<Option<String>>,
-) {
-    let mut last_position = 0;
-    while let Some(Pending {
-        subject,
-        stored,
-        id,
-        mut ack,
-    }) = pending.recv().await
-    {
-        let started = tokio::time::Instant::now();
-        let mut wait = Duration::from_millis(50);
-        let position = loop {
-            let error = match ack.await {
-                Ok(ack) => break ack.sequence,
-                Err(e) => e.to_string(),
-            };
-            if started.elapsed() > PUBLISH_PATIENCE {
-                let _ = failure.send(Some(format!("JetStream did not store a message: {error}")));
-                return;
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(1));
-            ack = loop {
-                match send(&context, &subject, &stored, &id).await {
-                    Ok(ack) => break ack,
-                    Err(e) if started.elapsed() > PUBLISH_PATIENCE => {
-                        let _ = failure.send(Some(format!("JetStream publish: {e}")));
-                        return;
-                    }
-                    Err(_) => tokio::time::sleep(wait).await,
-                }
-            };
-        };
-        if position < last_position {
-            // A retried message stored after a later one of the same
-            // client: positions stay unique, its order did not.
-            eprintln!(
-                "lockgate-fanout: a client's message was stored out of order after a JetStream \
-                 failover ({position} after {last_position})"
-            );
-        }
-        last_position = last_position.max(position);
-        count(&state.counters.relayed_out);
-    }
 }

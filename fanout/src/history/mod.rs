@@ -15,6 +15,8 @@
 
 mod backlog;
 #[cfg(feature = "nats")]
+mod continuity;
+#[cfg(feature = "nats")]
 mod jetstream;
 mod local;
 
@@ -104,6 +106,17 @@ impl History {
         &self.epoch
     }
 
+    /// Whether the node delivers everything the store holds from now on:
+    /// not while it catches up after the broker came back. Until then it
+    /// takes no client.
+    pub(crate) fn caught_up(&self) -> bool {
+        match &self.store {
+            Store::Local(_) => true,
+            #[cfg(feature = "nats")]
+            Store::JetStream(stream) => stream.caught_up(&self.state),
+        }
+    }
+
     /// A connection's way into the store.
     pub(crate) fn publisher(&self) -> Publisher {
         match &self.store {
@@ -165,6 +178,11 @@ impl History {
     ) -> Result<u64, ReplayError> {
         if since.epoch() != self.epoch {
             return Err(ReplayError::Resync);
+        }
+        if !self.caught_up() {
+            return Err(ReplayError::Unavailable(
+                "catching up with the broker".to_owned(),
+            ));
         }
         let after = since.position();
         let plan = self.lock().plan(topic, after, Instant::now());
@@ -264,7 +282,7 @@ impl Publisher {
     /// is anything the connection sends after it): the client should be
     /// told to come back. Never, for a store that cannot refuse.
     pub(crate) fn refused(&self) -> impl Future<Output = String> + Send + 'static {
-        let failures = match self {
+        let failures: Option<tokio::sync::watch::Receiver<Option<String>>> = match self {
             Publisher::Local(_) => None,
             #[cfg(feature = "nats")]
             Publisher::JetStream(publisher) => Some(publisher.failures()),
