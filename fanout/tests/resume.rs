@@ -432,20 +432,42 @@ async fn a_standalone_history_serves_positions_and_since_and_a_restart_is_a_new_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_larger_than_the_history_reaches_live_clients_whole() {
     within(TEST_LIMIT, "the test", async {
+        const EACH: usize = 100;
         let cluster = cluster().await;
         let a = js_node(&cluster.urls_from(0), "5", &[]);
         let b = js_node(&cluster.urls_from(1), "5", &[]);
         let mut on_a = SeqClient::connect(&a.addr, TOPIC, None).await;
         let mut on_b = SeqClient::connect(&b.addr, TOPIC, None).await;
-        let mut publisher = Publisher::connect(&a.addr, TOPIC).await;
-        publisher.texts("m", 0..50).await;
+        // Two publishers on two nodes at once: the stream holds 5 while
+        // 200 arrive, faster than one client's pace.
+        let mut publishing = Vec::new();
+        for (name, addr) in [("a", a.addr.clone()), ("b", b.addr.clone())] {
+            publishing.push(tokio::spawn(async move {
+                let mut publisher = Publisher::connect(&addr, TOPIC).await;
+                publisher.texts(name, 0..EACH).await;
+            }));
+        }
+        for task in publishing {
+            within(60, "publishing", task).await.unwrap();
+        }
         for client in [&mut on_a, &mut on_b] {
-            let got = client.until("m49").await;
-            assert_eq!(
-                texts(&got),
-                names("m", 0..50),
-                "a live client misses nothing"
-            );
+            // Until both last ones came: a lost message shows in the lists.
+            let lasts = [format!("a{}", EACH - 1), format!("b{}", EACH - 1)];
+            let mut got: Vec<Received> = Vec::new();
+            for _ in 0..=2 * EACH {
+                if lasts.iter().all(|l| got.iter().any(|m| m.text() == l)) {
+                    break;
+                }
+                got.push(client.data().await);
+            }
+            assert_increasing(&got);
+            for name in ["a", "b"] {
+                let from: Vec<_> = texts(&got)
+                    .into_iter()
+                    .filter(|t| t.strip_prefix(name).is_some())
+                    .collect();
+                assert_eq!(from, names(name, 0..EACH), "a live client misses nothing");
+            }
         }
     })
     .await;
