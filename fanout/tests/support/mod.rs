@@ -1,11 +1,19 @@
 //! Test support: a real `nats-server` on 127.0.0.1 and `lockgate-fanout`
 //! processes, started and stopped by PID, broadcast clients, and a plain
-//! HTTP GET.
+//! HTTP GET; a 3-server JetStream cluster and `lockgate.seq.v1` clients
+//! for the history's tests.
 #![allow(dead_code, unused_imports, unreachable_pub)]
 
+mod jetstream;
 mod process;
+mod seq_client;
 
+pub use jetstream::JetStreamCluster;
 pub use process::Process;
+pub use seq_client::{
+    Next, Publisher, Received, SeqClient, assert_increasing, connect_seq, plain_data, texts,
+    topic_url,
+};
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -117,7 +125,8 @@ pub fn loopback() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
-pub type Client = WebSocketStream<MaybeTlsStream<AsyncTcpStream>>;
+pub type MaybeTls = MaybeTlsStream<AsyncTcpStream>;
+pub type Client = WebSocketStream<MaybeTls>;
 
 /// A client of `topic` on `node`, subscribed once this returns.
 pub async fn client(node: &NodeHandle, topic: &str) -> Client {

@@ -71,6 +71,14 @@ impl Process {
         sent
     }
 
+    /// Kills it with SIGKILL, as in a crash, and reaps it.
+    pub fn kill(mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// The first stderr line containing `needle`.
     pub async fn line(&mut self, needle: &str) -> String {
         within(30, needle, async {
