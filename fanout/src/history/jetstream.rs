@@ -52,6 +52,10 @@ const PROBE_SUBJECT: &str = "lockgate.probe";
 /// How long a starting node tries to set the stream up.
 const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
 
+/// How long probes may fail after the broker returned before the node
+/// opens a new connection to it.
+const STUCK_CONNECTION: Duration = Duration::from_secs(10);
+
 /// How long a node waits for its probe to come back.
 const PROBE_PATIENCE: Duration = Duration::from_secs(10);
 
@@ -311,11 +315,32 @@ async fn deliver_stored(
                 // What was stored while the node was away never reaches
                 // it: the backlog vouches only for what follows a new
                 // probe, and the node takes no client until then.
+                let mut failing_since = None;
+                let returned = tokio::time::Instant::now();
                 let through = loop {
                     match probe(&context, &mut stored, &node).await {
-                        Ok(through) => break through,
+                        Ok(through) => {
+                            if failing_since.is_some() {
+                                eprintln!(
+                                    "lockgate-fanout: history caught up {:.1} s after the broker returned",
+                                    returned.elapsed().as_secs_f64()
+                                );
+                            }
+                            break through;
+                        }
                         Err(e) => {
                             eprintln!("lockgate-fanout: history after reconnecting: {e}; trying again");
+                            // Seen on nats-server 2.9 after its stream leader's
+                            // server died: a connection that moved to another
+                            // server is answered "no responders" long after
+                            // the new leader's election, while a new
+                            // connection is not. A fresh connection it gets.
+                            let since = *failing_since.get_or_insert(returned);
+                            if since.elapsed() > STUCK_CONNECTION {
+                                eprintln!("lockgate-fanout: history: reconnecting to the broker");
+                                let _ = context.client().force_reconnect().await;
+                                failing_since = Some(tokio::time::Instant::now());
+                            }
                             tokio::time::sleep(Duration::from_millis(500)).await;
                         }
                     }
