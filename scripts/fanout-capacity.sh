@@ -5,6 +5,11 @@
 #
 #   bash scripts/fanout-capacity.sh NODES SUBSCRIBERS PUBLISHERS MESSAGES [SIZE] [RATE]
 #
+# With FANOUT_JETSTREAM=1 the domain is 3 nats-servers as one JetStream
+# cluster and nodes with --history (FANOUT_HISTORY, default 10000): every
+# message is stored (3 replicas) before it is delivered, and the broker's
+# line is the three servers'.
+#
 # RATE: messages per second per publisher (default: as fast as their
 # window allows, which saturates the machine; latency is only meaningful
 # with a rate below capacity). Nodes get FANOUT_NODE_ARGS (default
@@ -36,7 +41,15 @@ for url in "${URLS[@]}"; do url_args+=(--url "$url"); done
 
 ticks=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-mapfile -t PIDS <"$FANOUT_DIR/pids"
+names=()
+if [[ -n ${FANOUT_JETSTREAM:-} ]]; then
+    PIDS=()
+    for i in 1 2 3; do PIDS+=("$(cat "$FANOUT_DIR/js/server$i.pid")"); names+=("server $i"); done
+    for i in $(seq 1 "$nodes"); do PIDS+=("$(cat "$FANOUT_DIR/js/node$i.pid")"); done
+else
+    mapfile -t PIDS <"$FANOUT_DIR/pids"
+    names=(broker)
+fi
 declare -A before
 for pid in "${PIDS[@]}"; do before[$pid]=$(cpu_ticks "$pid"); done
 
@@ -56,7 +69,6 @@ for k in ("same_node", "cross_node"):
         print(f"{k}: p50 {b[k]['p50_us']:.0f} µs  p99 {b[k]['p99_us']:.0f} µs  p999 {b[k]['p999_us']:.0f} µs")
 PY
 deliveries=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["report"]["messages"])' "$FANOUT_DIR/capacity.json")
-names=(broker)
 for i in $(seq 1 "$nodes"); do names+=("node $i"); done
 for i in "${!PIDS[@]}"; do
     pid=${PIDS[$i]}

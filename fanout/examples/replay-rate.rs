@@ -40,19 +40,28 @@ async fn sequenced(url: &str) -> Result<(Client, String), Box<dyn std::error::Er
     Ok((ws, epoch))
 }
 
+/// The position of the next data message (pings are skipped).
+async fn next_position(client: &mut Client) -> Result<u64, Box<dyn std::error::Error>> {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(30), client.read()).await??;
+        match msg {
+            Message::Binary(frame) => {
+                return Ok(Sequenced::decode(&frame)
+                    .ok_or("a malformed frame")?
+                    .position);
+            }
+            Message::Ping(_) | Message::Pong(_) => {}
+            other => return Err(format!("expected a lockgate.seq.v1 frame, got {other:?}").into()),
+        }
+    }
+}
+
 /// Reads until a frame at or past `last`; returns how many came.
 async fn read_through(client: &mut Client, last: u64) -> Result<u64, Box<dyn std::error::Error>> {
     let mut count = 0;
     loop {
-        let msg = tokio::time::timeout(Duration::from_secs(30), client.read()).await??;
-        let Message::Binary(frame) = msg else {
-            return Err(format!("expected a lockgate.seq.v1 frame, got {msg:?}").into());
-        };
-        let position = Sequenced::decode(&frame)
-            .ok_or("a malformed frame")?
-            .position;
         count += 1;
-        if position >= last {
+        if next_position(client).await? >= last {
             return Ok(count);
         }
     }
@@ -77,12 +86,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let topic_url = |url: &str| format!("{}/topics/{topic}", url.trim_end_matches('/'));
     let first = urls.first().ok_or(usage)?;
 
-    // Every node delivers them, so its backlog holds them.
+    // Every node delivers them, so its backlog holds them; read as they
+    // come, so that no watcher falls behind its node's queue.
     let mut watchers = Vec::new();
+    let mut epoch = String::new();
     for url in &urls {
-        watchers.push(sequenced(&topic_url(url)).await?);
+        let (mut watcher, its_epoch) = sequenced(&topic_url(url)).await?;
+        epoch = its_epoch;
+        watchers.push(tokio::spawn(async move {
+            let mut last = 0;
+            for _ in 0..messages {
+                last = next_position(&mut watcher).await.map_err(|e| e.to_string())?;
+            }
+            Ok::<u64, String>(last)
+        }));
     }
-    let (mut publisher, _) = connect_async(topic_url(first)).await?;
+    let (publisher, _) = connect_async(topic_url(first)).await?;
+    // Subscribed too (by its path): it reads what comes back, so that its
+    // node does not close it as a slow consumer.
+    let (mut publisher, mut echoes) = publisher.into_split();
+    tokio::spawn(async move { while echoes.read().await.is_ok() {} });
     let payload = "x".repeat(size);
     for i in 0..messages {
         publisher.write(Message::text(payload.clone())).await?;
@@ -91,18 +114,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     publisher.flush().await?;
-    // The last position: the first watcher's last frame.
-    let (watcher, epoch) = &mut watchers[0];
     let mut last = 0;
-    for _ in 0..messages {
-        let Message::Binary(frame) = watcher.read().await? else {
-            return Err("expected a frame".into());
-        };
-        last = Sequenced::position_of(&frame).ok_or("a malformed frame")?;
-    }
-    let epoch = epoch.clone();
-    for (_, (watcher, _)) in watchers.iter_mut().enumerate().skip(1) {
-        read_through(watcher, last).await?;
+    for watcher in watchers {
+        last = last.max(watcher.await??);
     }
     let since = Since::new(&epoch, 0).ok_or("a bad epoch")?;
     let mut targets: Vec<(String, &str)> = urls.iter().map(|u| (u.clone(), "memory")).collect();
