@@ -96,7 +96,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         watchers.push(tokio::spawn(async move {
             let mut last = 0;
             for _ in 0..messages {
-                last = next_position(&mut watcher).await.map_err(|e| e.to_string())?;
+                last = next_position(&mut watcher)
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             Ok::<u64, String>(last)
         }));

@@ -27,7 +27,14 @@
 //!   [`NodeConfig::websocket`]);
 //! - `GET /metrics` on the clients' port serves the counters of lockgate,
 //!   of the hub and of the node ([`NodeConfig::metrics`]; the binary
-//!   renders them in Prometheus' text format).
+//!   renders them in Prometheus' text format);
+//! - with a history ([`NodeConfig::history`]: NATS JetStream with a
+//!   broker, memory without), every message of a topic has a position,
+//!   the same on every node, and a client that offers the
+//!   [`seq::SUBPROTOCOL`] and reconnects, to any node, with
+//!   `?since=EPOCH:POSITION` receives exactly what it missed, then the live
+//!   messages; a position that cannot be served is closed with 4001 (see
+//!   [`seq`]).
 //!
 //! ```
 //! use lockgate_fanout::{Node, NodeConfig};
@@ -44,6 +51,49 @@
 //! alice.send(Message::text("hello")).await?;
 //! assert_eq!(bob.read().await?, Message::text("hello"));
 //! assert_eq!(alice.read().await?, Message::text("hello")); // the sender too
+//! node.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! With a history, a client that dropped resumes where it was:
+//!
+//! ```
+//! use lockgate_fanout::seq::{self, Sequenced, Since};
+//! use lockgate_fanout::{HistoryConfig, Node, NodeConfig};
+//! use tokio_lockgate::handshake::IntoClientRequest;
+//! use tokio_lockgate::{Message, connect_async};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = NodeConfig::new("127.0.0.1:0".parse()?).history(HistoryConfig::last(1000));
+//! let node = Node::start(config).await?;
+//! let url = format!("ws://{}/topics/news", node.local_addr());
+//! // A client that wants positions offers the subprotocol.
+//! let sequenced = |url: String| async move {
+//!     let mut request = url.into_client_request()?;
+//!     let offer = seq::SUBPROTOCOL.parse()?;
+//!     request.headers_mut().insert("sec-websocket-protocol", offer);
+//!     let (ws, response) = connect_async(request).await?;
+//!     let epoch = response.headers()[seq::EPOCH_HEADER].to_str()?.to_owned();
+//!     Ok::<_, Box<dyn std::error::Error>>((ws, epoch))
+//! };
+//! let (mut reader, epoch) = sequenced(url.clone()).await?;
+//! let (mut writer, _) = connect_async(&url).await?;
+//! # while node.hub_stats().subscribers < 2 { tokio::task::yield_now().await; }
+//! writer.send(Message::text("one")).await?;
+//! let Message::Binary(frame) = reader.read().await? else { panic!() };
+//! let one = Sequenced::decode(&frame).ok_or("a frame")?;
+//! assert_eq!(one.payload, b"one");
+//!
+//! // The reader drops; "two" is published meanwhile; it comes back after
+//! // the position it had.
+//! drop(reader);
+//! writer.send(Message::text("two")).await?;
+//! let since = Since::new(&epoch, one.position).ok_or("an epoch")?;
+//! let (mut reader, _) = sequenced(format!("{url}?since={since}")).await?;
+//! let Message::Binary(frame) = reader.read().await? else { panic!() };
+//! assert_eq!(Sequenced::decode(&frame).ok_or("a frame")?.payload, b"two");
 //! node.shutdown().await;
 //! # Ok(())
 //! # }

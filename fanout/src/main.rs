@@ -243,14 +243,14 @@ async fn main() -> ExitCode {
     } else {
         signals.recv().await
     };
-    drain(node, signal, args.drain_options()).await;
+    drain(node, signal, args.drain_options(), args.history.is_some()).await;
     ExitCode::SUCCESS
 }
 
 /// Drains the node, saying so on stderr: the first line before, with the
 /// messages accepted so far (every client is sent all of them before its
 /// close), the second after, with the drain's counts.
-async fn drain(node: NodeHandle, signal: &str, options: DrainOptions) {
+async fn drain(node: NodeHandle, signal: &str, options: DrainOptions, history: bool) {
     let stats = node.stats();
     let (window, deadline) = (
         options.get_window().min(options.get_deadline()),
@@ -263,7 +263,13 @@ async fn drain(node: NodeHandle, signal: &str, options: DrainOptions) {
         "lockgate-fanout: {signal}: draining: open={} accepted={} window={window:?} \
          timeout={deadline:?}",
         stats.open,
-        stats.from_clients + stats.relayed_in,
+        // With a history every message reaches the hub from the stream,
+        // this node's clients' included.
+        if history {
+            stats.relayed_in
+        } else {
+            stats.from_clients + stats.relayed_in
+        },
     );
     let report = draining.await;
     eprintln!(

@@ -57,12 +57,14 @@ pub struct NodeStats {
     /// Opening handshakes that failed otherwise.
     pub handshake_failed: u64,
     /// Data messages received from this node's clients and published to
-    /// its hub.
+    /// its hub (with a history: stored in it).
     pub from_clients: u64,
-    /// Messages published to the broker.
+    /// Messages published to the broker (with a history on JetStream:
+    /// acknowledged by it).
     pub relayed_out: u64,
     /// Messages received from the broker (other nodes' clients) and
-    /// published to the hub.
+    /// published to the hub (with a history: every message delivered from
+    /// it, this node's clients' included).
     pub relayed_in: u64,
     /// Messages that could not be relayed (in or out).
     pub relay_errors: u64,
