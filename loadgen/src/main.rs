@@ -105,57 +105,27 @@ const FANOUT_QUEUE: usize = 1024;
 /// description and the run itself.
 async fn start(args: &Args, dialer: Dialer, shared: Arc<Shared>) -> Result<(String, Work), String> {
     let args = args.clone();
-    if args.mode == Mode::Resume {
-        let (bases, target) = if args.url.is_empty() {
-            // Room for the whole run: a resume is never too old for it.
-            let history = HistoryConfig::last(resume::history_size(&args));
-            let hub =
-                HubConfig::default().queue_capacity(FANOUT_QUEUE.max(broadcast::in_flight(&args)));
-            let config = NodeConfig::new(([127, 0, 0, 1], 0).into())
-                .hub(hub)
-                .history(history);
-            let node = Node::start(config)
-                .await
-                .map_err(|e| format!("embedded fan-out node: {e}"))?;
-            let url = format!("ws://{}", node.local_addr());
-            // The node lives as long as the process.
-            std::mem::forget(node);
-            (
-                vec![url.clone()],
-                format!("embedded fan-out node with a history at {url}"),
-            )
-        } else {
-            (args.url.clone(), args.url.join(" "))
-        };
-        let urls: Vec<String> = bases
-            .iter()
-            .map(|url| broadcast::topic_url(url, &args.topic))
-            .collect();
-        // From the clock unless given: the summary shows it, to run the
-        // same schedule again.
-        let seed = args.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-        let work = async move { resume::run(&args, &dialer, &urls, shared, seed).await };
-        return Ok((target, Box::pin(work)));
-    }
-    if args.mode == Mode::Broadcast {
+    if matches!(args.mode, Mode::Resume | Mode::Broadcast) {
         let (bases, target) = if args.url.is_empty() {
             // The publishers' windows bound what is queued for a
             // connection; its queue holds that much, so the node closes no
             // one as slow (unless pacing is broken). Policy: the default.
             let hub =
                 HubConfig::default().queue_capacity(FANOUT_QUEUE.max(broadcast::in_flight(&args)));
-            let config = NodeConfig::new(([127, 0, 0, 1], 0).into()).hub(hub);
+            let mut config = NodeConfig::new(([127, 0, 0, 1], 0).into()).hub(hub);
+            let mut what = "embedded fan-out node";
+            if args.mode == Mode::Resume {
+                // Room for the whole run: a resume is never too old for it.
+                config = config.history(HistoryConfig::last(resume::history_size(&args)));
+                what = "embedded fan-out node with a history";
+            }
             let node = Node::start(config)
                 .await
                 .map_err(|e| format!("embedded fan-out node: {e}"))?;
             let url = format!("ws://{}", node.local_addr());
             // The node lives as long as the process.
             std::mem::forget(node);
-            (vec![url.clone()], format!("embedded fan-out node at {url}"))
+            (vec![url.clone()], format!("{what} at {url}"))
         } else {
             (args.url.clone(), args.url.join(" "))
         };
@@ -163,8 +133,19 @@ async fn start(args: &Args, dialer: Dialer, shared: Arc<Shared>) -> Result<(Stri
             .iter()
             .map(|url| broadcast::topic_url(url, &args.topic))
             .collect();
-        let work = async move { broadcast::run(&args, &dialer, &urls, shared).await };
-        return Ok((target, Box::pin(work)));
+        let work: Work = if args.mode == Mode::Resume {
+            // From the clock unless given: the summary shows it, to run the
+            // same schedule again.
+            let seed = args.seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+            });
+            Box::pin(async move { resume::run(&args, &dialer, &urls, shared, seed).await })
+        } else {
+            Box::pin(async move { broadcast::run(&args, &dialer, &urls, shared).await })
+        };
+        return Ok((target, work));
     }
     let payload = Arc::new(Payload::new(args.size, args.text));
     let (url, server, target) = match args.url.first() {
