@@ -8,10 +8,10 @@ use futures_util::StreamExt;
 use tokio::net::TcpStream;
 use tokio_lockgate::handshake::ErrorResponse;
 use tokio_lockgate::http::{Request, Response, StatusCode};
-use tokio_lockgate::{CloseCode, CloseFrame, PreparedMessage, ServerOptions, accept_async_with};
+use tokio_lockgate::{PreparedMessage, ServerOptions, accept_async_with};
 
 use crate::config::NodeConfig;
-use crate::history::{History, Publisher, ReplayError, SkipThrough, sequenced_topic};
+use crate::history::{History, Publisher, resume, sequenced_topic};
 use crate::relay::Relay;
 use crate::scrape;
 use crate::seq::{self, Since};
@@ -189,50 +189,18 @@ pub(crate) async fn serve(
     let forward = tokio::spawn(async move {
         let _done = write_done;
         let mut subscriber = subscriber;
-        // Subscribed before the 101: what the replay does not send is in
-        // the queue.
-        let through = match (since, &history) {
-            (None, _) => 0,
-            (Some(since), Some(history)) if sequenced => {
-                match history.replay(&replay_topic, &since, &mut write).await {
-                    Ok(through) => through,
-                    Err(ReplayError::Closed) => return,
-                    Err(ReplayError::Resync) => {
-                        let _ = write.close(Some(resync())).await;
-                        return;
-                    }
-                    Err(ReplayError::Unavailable(why)) => {
-                        eprintln!("lockgate-fanout: replay: {why}");
-                        let frame =
-                            CloseFrame::new(CloseCode::Again, "history unavailable; reconnect");
-                        let _ = write.close(Some(frame)).await;
-                        return;
-                    }
-                }
-            }
-            // No history here: no position can be served.
-            (Some(_), _) => {
-                let _ = write.close(Some(resync())).await;
-                return;
-            }
-        };
-        let mut live = SkipThrough::new(&mut write, through);
-        let forwarding = subscriber.forward(&mut live);
-        match refused {
-            Some(refused) => {
-                tokio::select! {
-                    _ = forwarding => {}
-                    why = refused => {
-                        eprintln!("lockgate-fanout: {why}");
-                        let frame = CloseFrame::new(CloseCode::Again, "message not stored; reconnect");
-                        let _ = write.close(Some(frame)).await;
-                    }
-                }
-            }
-            None => {
-                let _ = forwarding.await;
-            }
-        }
+        // A `since` comes with the subprotocol (else the upgrade was
+        // refused); without a history to serve it, it gets 4001.
+        let history = history.as_deref().filter(|_| sequenced);
+        resume::forward(
+            history,
+            &replay_topic,
+            since,
+            &mut subscriber,
+            &mut write,
+            refused,
+        )
+        .await;
     });
     // Until the closing handshake completes, the connection fails, its
     // deadlines pass (the read half enforces them), or a drain's deadline.
@@ -299,10 +267,6 @@ fn offers(request: &Request<()>, protocol: &str) -> bool {
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .any(|offered| offered.trim() == protocol)
-}
-
-fn resync() -> CloseFrame {
-    CloseFrame::new(seq::RESYNC, seq::RESYNC_REASON)
 }
 
 fn refusal(status: StatusCode, why: &str) -> ErrorResponse {

@@ -167,3 +167,20 @@ async fn a_malformed_since_or_one_without_the_subprotocol_is_refused_with_400() 
         }
     }
 }
+
+#[tokio::test]
+async fn a_since_on_a_node_without_a_history_gets_4001_and_no_subprotocol() {
+    let node = Node::start(NodeConfig::new(loopback())).await.unwrap();
+    let url = format!("ws://{}/topics/t?since=e:5", node.local_addr());
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("sec-websocket-protocol", seq::SUBPROTOCOL.parse().unwrap());
+    let (mut client, response) = connect_async(request).await.expect("upgrade");
+    assert!(response.headers().get("sec-websocket-protocol").is_none());
+    assert!(response.headers().get(seq::EPOCH_HEADER).is_none());
+    match within(10, "the close", client.read()).await {
+        Ok(Message::Close(Some(frame))) => assert_eq!(frame.code, seq::RESYNC),
+        other => panic!("expected 4001, got {other:?}"),
+    }
+}

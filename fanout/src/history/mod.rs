@@ -32,9 +32,7 @@ use crate::config::HistoryConfig;
 use crate::seq::{Kind, Sequenced, Since};
 use crate::state::{NodeState, count};
 use backlog::{Backlog, Plan};
-pub(crate) use resume::SkipThrough;
-
-mod resume;
+pub(crate) mod resume;
 
 /// A node's history: its epoch, its recent messages, and the store behind
 /// them.
