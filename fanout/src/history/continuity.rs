@@ -6,10 +6,14 @@
 
 use std::collections::HashMap;
 
-/// The newest position delivered of each topic.
+/// The newest position delivered of each topic, and the newest position
+/// of the stream seen.
 #[derive(Debug)]
 pub(crate) struct Continuity {
     delivered: HashMap<Box<str>, u64>,
+    /// The stream's positions are consecutive and every one is
+    /// republished (probes included): the newest one that arrived.
+    seen: u64,
     /// Positions up to this one were settled before delivery started (or
     /// restarted): a topic not seen since follows on from anything at or
     /// below it.
@@ -33,13 +37,32 @@ impl Continuity {
         Self {
             delivered: HashMap::new(),
             known_through,
+            seen: known_through,
         }
+    }
+
+    /// Records that `position` arrived; returns the positions before it
+    /// that did not (and should be read from the stream), if any.
+    pub(crate) fn arrived(&mut self, position: u64) -> Option<(u64, u64)> {
+        let missed = (position > self.seen + 1).then(|| (self.seen, position - 1));
+        self.seen = self.seen.max(position);
+        missed
+    }
+
+    /// The stream's newest position is `last`: returns the positions that
+    /// never arrived after the newest that did, if any (and counts them
+    /// as seen: they are read now).
+    pub(crate) fn ends_at(&mut self, last: u64) -> Option<(u64, u64)> {
+        let missed = (last > self.seen).then_some((self.seen, last));
+        self.seen = self.seen.max(last);
+        missed
     }
 
     /// Delivery starts over after `known_through` (the broker connection
     /// came back): what the node delivered stays delivered.
     pub(crate) fn restart(&mut self, known_through: u64) {
         self.known_through = self.known_through.max(known_through);
+        self.seen = self.seen.max(known_through);
     }
 
     /// The verdict on message `position` of `topic`, whose predecessor in
@@ -74,6 +97,27 @@ impl Continuity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_that_never_arrived_are_named_once() {
+        let mut c = Continuity::new(10);
+        // (arrived, missed before it)
+        for (position, missed) in [
+            (11, None),
+            (12, None),
+            (15, Some((12, 14))),
+            (13, None), // late: already read
+            (16, None),
+            (16, None),
+        ] {
+            assert_eq!(c.arrived(position), missed, "{position}");
+        }
+        assert_eq!(c.ends_at(16), None);
+        assert_eq!(c.ends_at(19), Some((16, 19)));
+        assert_eq!(c.arrived(19), None);
+        c.restart(30);
+        assert_eq!(c.arrived(31), None);
+    }
 
     #[test]
     fn verdicts() {

@@ -12,10 +12,10 @@
 //! replica could lag behind what the node delivered).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_nats::header::{NATS_LAST_SEQUENCE, NATS_SEQUENCE, NATS_SUBJECT};
+use async_nats::header::NATS_SEQUENCE;
 use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, pull};
 use async_nats::jetstream::context::{PublishAckFuture, PublishError, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
@@ -30,7 +30,8 @@ use tokio_lockgate::hub::PreparedSink;
 use tokio_lockgate::{Message, PreparedMessage};
 
 use super::backlog::Backlog;
-use super::continuity::{Continuity, Verdict};
+use super::continuity::Continuity;
+use super::delivery::{Delivery, Stored};
 use super::local::base36;
 use super::{History, ReplayError, Store, write_all, write_one};
 use crate::config::HistoryConfig;
@@ -54,7 +55,7 @@ const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
 
 /// How long probes may fail after the broker returned before the node
 /// opens a new connection to it.
-const STUCK_CONNECTION: Duration = Duration::from_secs(10);
+pub(super) const STUCK_CONNECTION: Duration = Duration::from_secs(10);
 
 /// How long a node waits for its probe to come back.
 const PROBE_PATIENCE: Duration = Duration::from_secs(10);
@@ -77,6 +78,9 @@ const BULK_BATCH: usize = 512;
 /// How long a replay's consumer waits for a batch to fill.
 const BULK_WAIT: Duration = Duration::from_millis(500);
 
+/// Missed positions read one by one rather than through a consumer.
+const FEW: u64 = 32;
+
 /// Replayed frames written between flushes.
 const REPLAY_BATCH: usize = 64;
 
@@ -84,7 +88,7 @@ fn subject(topic: &str) -> String {
     format!("{SUBJECT_PREFIX}.{topic}")
 }
 
-fn topic_of(subject: &str) -> Option<&str> {
+pub(super) fn topic_of(subject: &str) -> Option<&str> {
     let topic = subject.strip_prefix(SUBJECT_PREFIX)?.strip_prefix('.')?;
     crate::topic::is_valid(topic).then_some(topic)
 }
@@ -99,7 +103,7 @@ pub(crate) struct Stream {
     connections: AtomicU64,
     /// The broker's returns the delivery has caught up with (see
     /// [`NodeState::broker_returned`]).
-    caught_up: AtomicU64,
+    pub(super) caught_up: AtomicU64,
 }
 
 fn io_error(what: &str, e: impl std::fmt::Display) -> std::io::Error {
@@ -117,6 +121,7 @@ pub(super) async fn start(
     loop {
         match set_up(config, &client).await {
             Ok(set_up) => return Ok(set_up.start(config, state)),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(e),
             Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
             Err(e) => {
                 eprintln!("lockgate-fanout: {e}; trying again");
@@ -172,16 +177,23 @@ async fn set_up(config: HistoryConfig, client: &async_nats::Client) -> std::io::
         .clone();
     // Another node (or an earlier run) made it: its limits follow this
     // node's options; its replicas and epoch stay.
+    if info.config.subjects != wanted.subjects || info.config.republish != wanted.republish {
+        // JetStream does not change a stream's republishing.
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "JetStream stream {STREAM} exists with other subjects or republishing than \
+                 this node needs (made by another version?); remove it to start over \
+                 (a new epoch)"
+            ),
+        ));
+    }
     if info.config.max_messages_per_subject != wanted.max_messages_per_subject
         || info.config.max_age != wanted.max_age
-        || info.config.subjects != wanted.subjects
-        || info.config.republish != wanted.republish
     {
         let mut updated = info.config.clone();
         updated.max_messages_per_subject = wanted.max_messages_per_subject;
         updated.max_age = wanted.max_age;
-        updated.subjects = wanted.subjects.clone();
-        updated.republish = wanted.republish.clone();
         info = context
             .update_stream(updated)
             .await
@@ -235,14 +247,17 @@ impl SetUp {
             })),
             state: Arc::clone(&state),
         });
-        tokio::spawn(deliver_stored(
-            Arc::downgrade(&history),
-            context,
-            stored,
-            node,
-            known_through,
-            state.broker_returns(),
-        ));
+        tokio::spawn(
+            Delivery {
+                history: Arc::downgrade(&history),
+                context,
+                stored,
+                node,
+                continuity: Continuity::new(known_through),
+                last_arrival: tokio::time::Instant::now(),
+            }
+            .run(state.broker_returns()),
+        );
         history
     }
 }
@@ -250,7 +265,7 @@ impl SetUp {
 /// Publishes a probe into the stream and waits for it to come back
 /// republished: from then on the broker sends this node every message
 /// stored after it. Returns its position: the node delivers what follows.
-async fn probe(
+pub(super) async fn probe(
     context: &js::Context,
     stored: &mut async_nats::Subscriber,
     node: &str,
@@ -274,7 +289,10 @@ async fn probe(
 }
 
 /// A sequence number in a republished message's headers.
-fn sequence(message: &async_nats::Message, header: async_nats::HeaderName) -> Option<u64> {
+pub(super) fn sequence(
+    message: &async_nats::Message,
+    header: async_nats::HeaderName,
+) -> Option<u64> {
     message.headers.as_ref()?.get(header)?.as_str().parse().ok()
 }
 
@@ -287,119 +305,6 @@ fn node_id() -> u64 {
     hasher.finish()
 }
 
-/// Delivers every stored message the stream republishes, in stream order,
-/// for as long as the node runs. A message whose topic predecessor (the
-/// `Nats-Last-Sequence` header) the node did not deliver is preceded by
-/// what was missed, read from the stream; after the broker connection
-/// comes back, delivery restarts after a new probe.
-async fn deliver_stored(
-    history: Weak<History>,
-    context: js::Context,
-    mut stored: async_nats::Subscriber,
-    node: String,
-    known_through: u64,
-    mut broker_returns: watch::Receiver<u64>,
-) {
-    let mut continuity = Continuity::new(known_through);
-    loop {
-        let message = tokio::select! {
-            message = stored.next() => match message {
-                Some(message) => message,
-                None => return,
-            },
-            changed = broker_returns.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                let returns = *broker_returns.borrow_and_update();
-                // What was stored while the node was away never reaches
-                // it: the backlog vouches only for what follows a new
-                // probe, and the node takes no client until then.
-                let mut failing_since = None;
-                let returned = tokio::time::Instant::now();
-                let through = loop {
-                    match probe(&context, &mut stored, &node).await {
-                        Ok(through) => {
-                            if failing_since.is_some() {
-                                eprintln!(
-                                    "lockgate-fanout: history caught up {:.1} s after the broker returned",
-                                    returned.elapsed().as_secs_f64()
-                                );
-                            }
-                            break through;
-                        }
-                        Err(e) => {
-                            eprintln!("lockgate-fanout: history after reconnecting: {e}; trying again");
-                            // Seen on nats-server 2.9 after its stream leader's
-                            // server died: a connection that moved to another
-                            // server is answered "no responders" long after
-                            // the new leader's election, while a new
-                            // connection is not. A fresh connection it gets.
-                            let since = *failing_since.get_or_insert(returned);
-                            if since.elapsed() > STUCK_CONNECTION {
-                                eprintln!("lockgate-fanout: history: reconnecting to the broker");
-                                let _ = context.client().force_reconnect().await;
-                                failing_since = Some(tokio::time::Instant::now());
-                            }
-                            tokio::time::sleep(Duration::from_millis(500)).await;
-                        }
-                    }
-                    if history.strong_count() == 0 {
-                        return;
-                    }
-                };
-                let Some(history) = history.upgrade() else { return };
-                continuity.restart(through);
-                history.lock().restart(through);
-                if let Store::JetStream(stream) = &history.store {
-                    stream.caught_up.store(returns, Ordering::Release);
-                }
-                continue;
-            }
-        };
-        let Some(history) = history.upgrade() else {
-            return;
-        };
-        let (Some(position), Some(topic)) = (
-            sequence(&message, NATS_SEQUENCE),
-            message
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(NATS_SUBJECT))
-                .and_then(|subject| topic_of(subject.as_str())),
-        ) else {
-            // The probes, and anything else on the stream.
-            continue;
-        };
-        let previous = sequence(&message, NATS_LAST_SEQUENCE).unwrap_or(0);
-        match continuity.check(topic, position, previous) {
-            Verdict::Skip => continue,
-            Verdict::Deliver => {}
-            Verdict::FillAfter(after) => {
-                let Store::JetStream(stream) = &history.store else {
-                    unreachable!("delivered from JetStream")
-                };
-                match stream.read(topic, after, position - 1).await {
-                    Ok(missed) => {
-                        for (missed_position, payload) in missed {
-                            history.deliver(topic, missed_position, &payload).await;
-                            continuity.delivered(topic, missed_position);
-                        }
-                    }
-                    // Its subscribers miss them; those that resume read
-                    // the stream.
-                    Err(e) => {
-                        count(&history.state.counters.relay_errors);
-                        eprintln!("lockgate-fanout: history: reading missed messages: {e}");
-                    }
-                }
-            }
-        }
-        history.deliver(topic, position, &message.payload).await;
-        continuity.delivered(topic, position);
-    }
-}
-
 impl Stream {
     /// Whether delivery caught up with the broker's last return: until
     /// then, the backlog may lack what was stored while it was away.
@@ -407,9 +312,91 @@ impl Stream {
         self.caught_up.load(Ordering::Acquire) >= state.broker_returned()
     }
 
+    /// The stream's newest position, from its leader.
+    pub(super) async fn last_position(&self) -> Result<u64, String> {
+        self.stream
+            .get_info()
+            .await
+            .map(|info| info.state.last_sequence)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The stored messages of every topic with a position in
+    /// `after + 1 ..= through` (a few read one by one from the leader,
+    /// more through a consumer).
+    pub(super) async fn read_all(&self, after: u64, through: u64) -> Result<Vec<Stored>, String> {
+        let mut found = Vec::new();
+        let mut keep = |position: u64, subject: &str, payload: Bytes| {
+            if let Some(topic) = topic_of(subject) {
+                found.push((position, topic.to_owned(), payload));
+            }
+        };
+        if through.saturating_sub(after) <= FEW {
+            for position in after + 1..=through {
+                match self.stream.get_raw_message(position).await {
+                    Ok(message) => keep(position, message.subject.as_str(), message.payload),
+                    // Trimmed, or deleted.
+                    Err(e) if matches!(e.kind(), LastRawMessageErrorKind::NoMessageFound) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            return Ok(found);
+        }
+        let consumer = self
+            .stream
+            .create_consumer(pull::Config {
+                filter_subject: format!("{SUBJECT_PREFIX}.*"),
+                deliver_policy: DeliverPolicy::ByStartSequence {
+                    start_sequence: after + 1,
+                },
+                ack_policy: AckPolicy::None,
+                memory_storage: true,
+                num_replicas: 1,
+                inactive_threshold: Duration::from_secs(30),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let name = consumer.cached_info().name.clone();
+        let mut pending = consumer.cached_info().num_pending;
+        let result = async {
+            while pending > 0 {
+                let mut batch = consumer
+                    .batch()
+                    .max_messages(BULK_BATCH)
+                    .expires(BULK_WAIT)
+                    .messages()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let mut any = false;
+                while let Some(message) = batch.next().await {
+                    let message = message.map_err(|e| e.to_string())?;
+                    let info = message.info().map_err(|e| e.to_string())?;
+                    if info.stream_sequence > through {
+                        return Ok(());
+                    }
+                    any = true;
+                    pending = info.pending;
+                    keep(
+                        info.stream_sequence,
+                        message.subject.as_str(),
+                        message.payload.clone(),
+                    );
+                }
+                if !any {
+                    return Ok(());
+                }
+            }
+            Ok(())
+        }
+        .await;
+        let _ = self.stream.delete_consumer(&name).await;
+        result.map(|()| found)
+    }
+
     /// The stored messages of `topic` with a position in
     /// `after + 1 ..= through`, from the stream's leader.
-    async fn read(
+    pub(super) async fn read(
         &self,
         topic: &str,
         after: u64,

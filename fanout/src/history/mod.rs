@@ -17,6 +17,8 @@ mod backlog;
 #[cfg(feature = "nats")]
 mod continuity;
 #[cfg(feature = "nats")]
+mod delivery;
+#[cfg(feature = "nats")]
 mod jetstream;
 mod local;
 
