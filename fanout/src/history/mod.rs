@@ -11,7 +11,7 @@
 //! - a resuming connection subscribes first, then [`replay`](History::replay)s
 //!   what it missed (from the backlog, and from the store for what is
 //!   older), then forwards the live queue, skipping what it replayed
-//!   ([`SkipThrough`]).
+//!   ([`SkipThrough`](resume::SkipThrough)).
 
 mod backlog;
 #[cfg(feature = "nats")]
@@ -20,6 +20,10 @@ mod continuity;
 mod delivery;
 #[cfg(feature = "nats")]
 mod jetstream;
+#[cfg(feature = "nats")]
+mod jetstream_publish;
+#[cfg(feature = "nats")]
+mod jetstream_read;
 mod local;
 
 use std::io;
@@ -259,7 +263,7 @@ pub(crate) async fn write_one<W: PreparedSink>(
 pub(crate) enum Publisher {
     Local(local::Sequencer),
     #[cfg(feature = "nats")]
-    JetStream(Box<jetstream::Publisher>),
+    JetStream(Box<jetstream_publish::Publisher>),
 }
 
 impl Publisher {
