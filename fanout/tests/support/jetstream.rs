@@ -5,7 +5,6 @@
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -40,13 +39,7 @@ impl JetStreamCluster {
     /// Starts the 3 servers on free ports and waits until each listens.
     /// Call [`wait_ready`](Self::wait_ready) before creating streams.
     pub fn start() -> Self {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let id = format!(
-            "lgjs{}x{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        let dir = std::env::temp_dir().join(&id);
+        let (id, dir) = fresh_dir();
         for attempt in 0..10 {
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).expect("a storage directory");
@@ -372,4 +365,23 @@ fn parse_response(raw: &[u8]) -> Option<(u16, String)> {
     let (head, body) = raw.split_once("\r\n\r\n")?;
     let status = head.split(' ').nth(1)?.parse().ok()?;
     Some((status, body.to_owned()))
+}
+
+/// A new directory under the temporary one, and its name: made with
+/// `create_dir`, which fails if another cluster (of this process or
+/// another) has the name, so the name is this cluster's alone.
+fn fresh_dir() -> (String, PathBuf) {
+    use std::hash::{BuildHasher, Hasher};
+    for _ in 0..100 {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        let id = format!("lgjs{:x}", hasher.finish() & 0xffff_ffff);
+        let dir = std::env::temp_dir().join(&id);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return (id, dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => panic!("a storage directory {}: {e}", dir.display()),
+        }
+    }
+    panic!("no free name for a storage directory in 100 tries");
 }
