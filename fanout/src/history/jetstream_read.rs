@@ -64,18 +64,7 @@ impl Stream {
             return Ok(found);
         }
         let consumer = self
-            .stream
-            .create_consumer(pull::Config {
-                filter_subject: format!("{SUBJECT_PREFIX}.*"),
-                deliver_policy: DeliverPolicy::ByStartSequence {
-                    start_sequence: after + 1,
-                },
-                ack_policy: AckPolicy::None,
-                memory_storage: true,
-                num_replicas: 1,
-                inactive_threshold: Duration::from_secs(30),
-                ..Default::default()
-            })
+            .reader(&format!("{SUBJECT_PREFIX}.*"), after + 1)
             .await
             .map_err(|e| e.to_string())?;
         let name = consumer.cached_info().name.clone();
@@ -244,18 +233,7 @@ impl Stream {
     ) -> Result<Option<(u64, u64)>, ReplayError> {
         let unavailable = |e: &dyn std::fmt::Display| ReplayError::Unavailable(e.to_string());
         let consumer = self
-            .stream
-            .create_consumer(pull::Config {
-                filter_subject: subject.to_owned(),
-                deliver_policy: DeliverPolicy::ByStartSequence {
-                    start_sequence: from,
-                },
-                ack_policy: AckPolicy::None,
-                memory_storage: true,
-                num_replicas: 1,
-                inactive_threshold: Duration::from_secs(30),
-                ..Default::default()
-            })
+            .reader(subject, from)
             .await
             .map_err(|e| unavailable(&e))?;
         let name = consumer.cached_info().name.clone();
@@ -312,4 +290,32 @@ fn frame(position: u64, stored: &[u8]) -> Option<PreparedMessage> {
     Some(PreparedMessage::new(Message::Binary(Sequenced::encode(
         position, kind, payload,
     ))))
+}
+
+impl Stream {
+    /// A short-lived consumer that reads `filter` from position `from` in
+    /// batches, unacknowledged, in memory on one server; the caller deletes
+    /// it (and the server does after 30 s idle).
+    async fn reader(
+        &self,
+        filter: &str,
+        from: u64,
+    ) -> Result<
+        async_nats::jetstream::consumer::Consumer<pull::Config>,
+        async_nats::jetstream::stream::ConsumerError,
+    > {
+        self.stream
+            .create_consumer(pull::Config {
+                filter_subject: filter.to_owned(),
+                deliver_policy: DeliverPolicy::ByStartSequence {
+                    start_sequence: from,
+                },
+                ack_policy: AckPolicy::None,
+                memory_storage: true,
+                num_replicas: 1,
+                inactive_threshold: Duration::from_secs(30),
+                ..Default::default()
+            })
+            .await
+    }
 }
