@@ -2,8 +2,15 @@
 //! tokio-tungstenite, fastwebsockets, tokio-websockets, sockudo-ws and yawc.
 //!
 //! ```text
-//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,handshake,deflate,fanout,duplex,scale] [--reps N] [--pin] [--out PATH]
+//! cargo run --release -p bench-peers -- [--quick] [--only write,read,tcp,idle,handshake,deflate,fanout,duplex,scale] [--reps N] [--pin] [--out PATH] [--svg DIR]
 //! ```
+//!
+//! `--out PATH` writes the markdown report to PATH as well as stdout.
+//! `--svg DIR` draws each scenario of the tables as a horizontal bar chart,
+//! one SVG file per scenario in DIR (created if missing), named after the
+//! scenario without its counts so that reruns overwrite the same files,
+//! and the report embeds them by a path relative to PATH's directory
+//! (`report/chart.rs`). The scale scenario's table has no charts.
 //!
 //! Scenarios (see BENCHMARKS.md for what each measures and how its output is
 //! verified):
@@ -83,7 +90,9 @@ mod sys;
 mod tcp;
 mod upgrade;
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use report::{Better, Lib, Row};
@@ -115,6 +124,8 @@ struct Plan {
     quick: bool,
     groups: Vec<String>,
     out: Option<String>,
+    /// Where `--svg` writes the charts.
+    svg: Option<String>,
     reps_mem: usize,
     reps_tcp: usize,
     reps_idle: usize,
@@ -150,7 +161,7 @@ const GROUPS: [&str; 9] = [
 ];
 
 const USAGE: &str = "usage: bench-peers [--quick] [--only write,read,tcp,idle,handshake,deflate,fanout,duplex,scale] [--reps N] \
-                     [--pin] [--out PATH]";
+                     [--pin] [--out PATH] [--svg DIR]";
 
 /// The compressed TCP jobs: `small` 1 KiB messages written then flushed
 /// once, `big` 64 KiB messages sent one by one, each with and without
@@ -175,6 +186,7 @@ impl Plan {
         let mut quick = false;
         let mut groups: Vec<String> = GROUPS.iter().map(|s| s.to_string()).collect();
         let mut out = None;
+        let mut svg = None;
         let mut reps = None;
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -198,6 +210,7 @@ impl Plan {
                     );
                 }
                 "--out" => out = Some(it.next().unwrap_or_else(|| usage()).clone()),
+                "--svg" => svg = Some(it.next().unwrap_or_else(|| usage()).clone()),
                 "-h" | "--help" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -210,6 +223,7 @@ impl Plan {
                 quick,
                 groups,
                 out,
+                svg,
                 reps_mem: 7,
                 reps_tcp: 5,
                 reps_idle: 1,
@@ -246,6 +260,7 @@ impl Plan {
                 quick,
                 groups,
                 out,
+                svg,
                 reps_mem: 31,
                 reps_tcp: 21,
                 reps_idle: 5,
@@ -755,6 +770,29 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
     rows
 }
 
+/// Writes the charts of `rows` over `cols` into `--svg`'s directory and
+/// returns the markdown that shows them; nothing without `--svg`.
+/// `taken` holds the file names the report's other tables used.
+fn chart_section(plan: &Plan, rows: &[Row], cols: &[Lib], taken: &mut BTreeSet<String>) -> String {
+    let Some(dir) = &plan.svg else {
+        return String::new();
+    };
+    let link = report::link_dir(Path::new(dir), plan.out.as_deref().map(Path::new));
+    let mut md = String::from(
+        "\nCharts (medians; lockgate's drivers in orange, other libraries in blue, the floor in \
+         grey; a dashed outline is a library without a number):\n\n",
+    );
+    for c in report::charts(rows, cols, taken) {
+        let path = Path::new(dir).join(&c.file);
+        if let Err(e) = std::fs::write(&path, &c.svg) {
+            eprintln!("cannot write {}: {e}", path.display());
+            std::process::exit(1);
+        }
+        md.push_str(&report::image_link(&c, &link));
+    }
+    md
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("__idle_deflate") {
@@ -787,6 +825,14 @@ fn main() {
         return;
     }
     let plan = Plan::parse(&args);
+    // Before the run, so that a bad directory costs no benchmark time.
+    if let Some(dir) = &plan.svg
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        eprintln!("cannot create {dir}: {e}");
+        std::process::exit(1);
+    }
+    let mut chart_files = BTreeSet::new();
     #[cfg(feature = "metrics")]
     let recorder = observe::install();
     let nofile = sys::raise_nofile();
@@ -894,6 +940,12 @@ fn main() {
         if plan.runs("handshake") {
             out.push_str(handshake_mem::NOTE);
         }
+        out.push_str(&chart_section(
+            &plan,
+            &rows,
+            &report::COLS,
+            &mut chart_files,
+        ));
         out.push_str("\nSpread of the samples, (max − min) / median:\n\n");
         out.push_str(&report::spread_table(&rows, &report::COLS));
     }
@@ -931,6 +983,12 @@ fn main() {
             },
         ));
         out.push_str(&report::table(&deflate, &report::DEFLATE_COLS));
+        out.push_str(&chart_section(
+            &plan,
+            &deflate,
+            &report::DEFLATE_COLS,
+            &mut chart_files,
+        ));
         out.push_str("\nSpread of the samples, (max − min) / median:\n\n");
         out.push_str(&report::spread_table(&deflate, &report::DEFLATE_COLS));
     }

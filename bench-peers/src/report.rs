@@ -291,3 +291,6 @@ pub(crate) fn spread_table(rows: &[Row], cols: &[Lib]) -> String {
     }
     s
 }
+
+mod chart;
+pub(crate) use chart::{charts, image_link, link_dir};
