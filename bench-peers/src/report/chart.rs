@@ -71,7 +71,7 @@ struct Bar {
     value: Option<f64>,
     /// Length in viewBox units: proportional to `value`, 0 without one.
     width: f64,
-    /// The best library of the row (the floor never is).
+    /// Among the best libraries of the row (the floor never is).
     best: bool,
 }
 
@@ -86,6 +86,7 @@ fn bars(row: &Row, cols: &[Lib]) -> Vec<Bar> {
     values
         .into_iter()
         .map(|(lib, value)| {
+            let is_best = Side::of(lib) != Side::Floor && value.is_some() && value == best;
             let width = match value {
                 Some(v) if max > 0.0 && v > 0.0 => v / max * BAR_MAX,
                 _ => 0.0,
@@ -94,25 +95,23 @@ fn bars(row: &Row, cols: &[Lib]) -> Vec<Bar> {
                 lib,
                 value,
                 width,
-                best: best == Some(lib),
+                best: is_best,
             }
         })
         .collect()
 }
 
-/// The library with the best median among `cols`, by the row's
-/// direction; the floor column is a reference and never the best. The
-/// first in column order wins a tie.
-fn best(row: &Row, cols: &[Lib]) -> Option<Lib> {
+/// The best median among the libraries of `cols`, by the row's
+/// direction; the floor column is a reference, not a contender. Every
+/// library with this median is the best: a tie has no winner by order.
+fn best(row: &Row, cols: &[Lib]) -> Option<f64> {
     cols.iter()
         .filter(|&&l| Side::of(l) != Side::Floor)
-        .filter_map(|&l| row.median(l).map(|m| (l, m)))
+        .filter_map(|&l| row.median(l))
         .reduce(|a, b| match row.better {
-            Better::Lower if b.1 < a.1 => b,
-            Better::Higher if b.1 > a.1 => b,
-            _ => a,
+            Better::Lower => a.min(b),
+            Better::Higher => a.max(b),
         })
-        .map(|(l, _)| l)
 }
 
 /// One chart: an SVG document and where it goes.
@@ -343,16 +342,22 @@ fn panel(s: &mut String, row: &Row, cols: &[Lib], y0: f64) {
                 );
             }
             None => {
-                let why = row.notes.get(&bar.lib).copied().unwrap_or("not run");
+                let why = format!(
+                    "no number: {}",
+                    row.notes.get(&bar.lib).copied().unwrap_or("not run")
+                );
+                // A dashed outline around the label only: a full-length
+                // one would read as a large value.
+                let w = 12.0 + 6.6 * why.chars().count() as f64;
                 let _ = writeln!(
                     s,
-                    "<rect x=\"{BAR_X:.1}\" y=\"{y:.1}\" width=\"{BAR_MAX:.1}\" \
+                    "<rect x=\"{BAR_X:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" \
                      height=\"{BAR_H:.1}\" fill=\"none\" stroke=\"{MUTED}\" \
                      stroke-dasharray=\"3 3\"/>\
                      <text x=\"{:.1}\" y=\"{mid:.1}\" fill=\"{MUTED}\" \
-                     font-style=\"italic\">no number: {}</text>",
+                     font-style=\"italic\">{}</text>",
                     BAR_X + 6.0,
-                    escape(why)
+                    escape(&why)
                 );
             }
         }
@@ -518,6 +523,19 @@ mod tests {
         // The floor is smaller still but is a reference, not a library.
         assert_eq!(best_of(Better::Lower), [Lib::Tungstenite]);
         assert_eq!(best_of(Better::Higher), [Lib::Lockgate]);
+        // Equal medians are all the best, whatever their column order.
+        let tied = row(
+            "x",
+            Better::Lower,
+            &[
+                (Lib::Lockgate, 2.0),
+                (Lib::Tungstenite, 1.0),
+                (Lib::Yawc, 1.0),
+            ],
+        );
+        let b = bars(&tied, &cols);
+        let best: Vec<Lib> = b.iter().filter(|b| b.best).map(|b| b.lib).collect();
+        assert_eq!(best, [Lib::Tungstenite, Lib::Yawc]);
         let svg = svg(&[row("x", Better::Lower, &values)], &cols);
         assert!(svg.contains("10.0 ns/msg (best)"));
         assert!(svg.contains("lower is better"));
