@@ -86,7 +86,10 @@ fn bars(row: &Row, cols: &[Lib]) -> Vec<Bar> {
     values
         .into_iter()
         .map(|(lib, value)| {
-            let is_best = Side::of(lib) != Side::Floor && value.is_some() && value == best;
+            // Equal as printed: two labels that read the same are both
+            // marked, whatever digits the medians differ in.
+            let is_best = Side::of(lib) != Side::Floor
+                && matches!((value, best), (Some(v), Some(b)) if num(v) == num(b));
             let width = match value {
                 Some(v) if max > 0.0 && v > 0.0 => v / max * BAR_MAX,
                 _ => 0.0,
@@ -103,7 +106,8 @@ fn bars(row: &Row, cols: &[Lib]) -> Vec<Bar> {
 
 /// The best median among the libraries of `cols`, by the row's
 /// direction; the floor column is a reference, not a contender. Every
-/// library with this median is the best: a tie has no winner by order.
+/// library whose median prints the same is the best: a tie has no winner
+/// by column order.
 fn best(row: &Row, cols: &[Lib]) -> Option<f64> {
     cols.iter()
         .filter(|&&l| Side::of(l) != Side::Floor)
@@ -536,6 +540,19 @@ mod tests {
         let b = bars(&tied, &cols);
         let best: Vec<Lib> = b.iter().filter(|b| b.best).map(|b| b.lib).collect();
         assert_eq!(best, [Lib::Tungstenite, Lib::Yawc]);
+        // So are medians that print alike (0.302 B/B and 0.3021 B/B).
+        let close = row(
+            "x",
+            Better::Lower,
+            &[
+                (Lib::Lockgate, 0.3021),
+                (Lib::Tungstenite, 0.302),
+                (Lib::Yawc, 0.31),
+            ],
+        );
+        let b = bars(&close, &cols);
+        let best: Vec<Lib> = b.iter().filter(|b| b.best).map(|b| b.lib).collect();
+        assert_eq!(best, [Lib::Lockgate, Lib::Tungstenite]);
         let svg = svg(&[row("x", Better::Lower, &values)], &cols);
         assert!(svg.contains("10.0 ns/msg (best)"));
         assert!(svg.contains("lower is better"));
