@@ -9,6 +9,10 @@ mod config;
 pub(crate) mod params;
 #[cfg(feature = "deflate")]
 pub(crate) mod raw;
+#[cfg(all(test, feature = "deflate"))]
+mod sleep_tests;
+#[cfg(feature = "deflate")]
+mod window;
 
 pub use config::DeflateConfig;
 pub(crate) use config::usable;

@@ -66,6 +66,8 @@
 use bytes::{BufMut, BytesMut};
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
+use super::window::Window;
+
 /// The empty stored block a sync flush ends with, minus its first byte:
 /// stripped from every compressed message (RFC 7692 section 7.2.1) and
 /// appended again before inflating its end (section 7.2.2).
@@ -108,8 +110,11 @@ pub(crate) struct Deflater {
     mem_level: u8,
     /// Start every message with an empty window, and free the state after it.
     no_context_takeover: bool,
-    /// Created on the first compressed message.
+    /// Created on the first compressed message, and again after a sleep.
     state: Option<Compress>,
+    /// With context takeover and sleeping enabled ([`Deflater::keep_window`]):
+    /// the last input, from which [`Deflater::sleep`] lets `state` be rebuilt.
+    window: Option<Window>,
 }
 
 impl Deflater {
@@ -136,7 +141,21 @@ impl Deflater {
             mem_level: mem_level.clamp(1, 9),
             no_context_takeover,
             state: None,
+            window: None,
         }
+    }
+
+    /// Keeps the window of what was compressed, so that [`sleep`] can drop
+    /// the compressor and the next message rebuild it. Only with context
+    /// takeover and a compressor (not stored blocks): otherwise there is no
+    /// history to keep. Allocates nothing yet.
+    ///
+    /// [`sleep`]: Deflater::sleep
+    pub(crate) fn keep_window(mut self) -> Self {
+        if !self.no_context_takeover && self.level > 0 {
+            self.window = Some(Window::new(self.window_bits));
+        }
+        self
     }
 
     /// Compresses one whole message payload, appending the RFC 7692 payload
@@ -172,6 +191,10 @@ impl Deflater {
             }
             write_stored(input, out);
         }
+        if let Some(window) = self.window.as_mut() {
+            // The peer's window takes these bytes whatever the block type.
+            window.push(input);
+        }
     }
 
     /// Without context takeover, the settings that alone determine the
@@ -191,10 +214,30 @@ impl Deflater {
         }
     }
 
+    /// Drops the compressor of a connection with context takeover, keeping
+    /// only its window ([`keep_window`](Self::keep_window)): the next message
+    /// rebuilds it with the window as preset dictionary. Always between
+    /// messages, since a message is compressed whole. `true` if something
+    /// was freed.
+    pub(crate) fn sleep(&mut self) -> bool {
+        self.window.is_some() && self.state.take().is_some()
+    }
+
     /// Runs `input` through the compressor with a sync flush, appending to
     /// `out` without the tail. `false` if the backend failed.
     fn deflate_into(&mut self, input: &[u8], out: &mut BytesMut) -> bool {
         let (level, window_bits) = (self.level, self.window_bits);
+        if self.state.is_none() {
+            if let Some(window) = self.window.as_mut().filter(|w| !w.is_empty()) {
+                // Waking: the same history as before the sleep.
+                let mut state =
+                    Compress::new_with_window_bits(Compression::new(level), false, window_bits);
+                if state.set_dictionary(window.make_contiguous()).is_err() {
+                    return false;
+                }
+                self.state = Some(state);
+            }
+        }
         // Without context takeover a full flush ends the message: the same
         // sync-flush tail, and the compressor forgets the history, so the
         // next message cannot refer back. Cheaper than a reset, which also
@@ -306,8 +349,12 @@ pub(crate) struct Inflater {
     window_bits: u8,
     /// Reset the state after every message.
     no_context_takeover: bool,
-    /// Created on the first compressed payload byte.
+    /// Created on the first compressed payload byte, and again after a sleep.
     state: Option<Decompress>,
+    /// With context takeover and sleeping enabled ([`Inflater::keep_window`]):
+    /// the last output, from which [`Inflater::sleep`] lets `state` be
+    /// rebuilt.
+    window: Option<Window>,
     /// Payload bytes were fed for the current message.
     message_started: bool,
     /// The peer's DEFLATE stream ended (a block with BFINAL set) and none of
@@ -325,10 +372,41 @@ impl Inflater {
             window_bits: window_bits.clamp(MIN_BACKEND_WINDOW_BITS, MAX_WINDOW_BITS),
             no_context_takeover,
             state: None,
+            window: None,
             message_started: false,
             stream_restarted: false,
             message_out: 0,
         }
+    }
+
+    /// Keeps the window of what was inflated, so that [`sleep`] can drop the
+    /// decompressor and the next message rebuild it. Only with context
+    /// takeover: otherwise no message refers to an earlier one. Allocates
+    /// nothing yet.
+    ///
+    /// The window is the negotiated one (at least 9 bits), so after a sleep
+    /// a peer that refers back further than it agreed to is refused as
+    /// invalid data, where without sleeping it would be decoded.
+    ///
+    /// [`sleep`]: Inflater::sleep
+    pub(crate) fn keep_window(mut self) -> Self {
+        if !self.no_context_takeover {
+            self.window = Some(Window::new(self.window_bits));
+        }
+        self
+    }
+
+    /// Drops the decompressor of a connection with context takeover,
+    /// keeping only its window ([`keep_window`](Self::keep_window)), if no
+    /// message is half inflated: the next message rebuilds it with the
+    /// window as preset dictionary. `true` if something was freed.
+    pub(crate) fn sleep(&mut self) -> bool {
+        self.window.is_some() && !self.message_started && self.state.take().is_some()
+    }
+
+    /// Whether a message is half inflated (its last frame is yet to come).
+    pub(crate) fn is_mid_message(&self) -> bool {
+        self.message_started
     }
 
     /// Inflates one frame's payload of a compressed message, appending to
@@ -375,6 +453,10 @@ impl Inflater {
         match result {
             Err(_) => self.abandon(),
             Ok(()) if end_of_message => {
+                if let Some(window) = self.window.as_mut() {
+                    let len = self.message_out.min(out.len());
+                    window.push(&out[out.len() - len..]);
+                }
                 if self.no_context_takeover {
                     // The next message starts with an empty window (a
                     // reference back into this one is an error). A reset
@@ -413,9 +495,17 @@ impl Inflater {
         max_total: usize,
     ) -> Result<(), InflateError> {
         let window_bits = self.window_bits;
-        let state = self
-            .state
-            .get_or_insert_with(|| Decompress::new_with_window_bits(false, window_bits));
+        if self.state.is_none() {
+            let mut state = Decompress::new_with_window_bits(false, window_bits);
+            if let Some(window) = self.window.as_mut().filter(|w| !w.is_empty()) {
+                // Waking: the same history as before the sleep.
+                state
+                    .set_dictionary(window.make_contiguous())
+                    .map_err(|_| InflateError::Invalid)?;
+            }
+            self.state = Some(state);
+        }
+        let state = self.state.as_mut().expect("created above");
         let limit = max_total.saturating_add(1);
         // Output offered per call: a guess from the input size first, then
         // doubling, at most MAX_INFLATE_STEP (and never past the limit).
@@ -516,9 +606,13 @@ impl Inflater {
         }
     }
 
-    /// Drops the state after an error.
+    /// Drops the state after an error: the inflater starts over, with no
+    /// history.
     fn abandon(&mut self) {
         self.state = None;
+        if let Some(window) = self.window.as_mut() {
+            window.clear();
+        }
         self.message_started = false;
         self.stream_restarted = false;
         self.message_out = 0;
@@ -534,14 +628,14 @@ impl Inflater {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     const KIB: usize = 1024;
     const MIB: usize = 1024 * 1024;
 
     /// Deterministic JSON-like text (same generator as `benches/deflate.rs`).
-    fn json_like(len: usize, seed: u64) -> Vec<u8> {
+    pub(in crate::deflate) fn json_like(len: usize, seed: u64) -> Vec<u8> {
         let mut next = xorshift(seed);
         const NAMES: [&str; 8] = [
             "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
@@ -572,7 +666,7 @@ mod tests {
         out.into_bytes()
     }
 
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    pub(in crate::deflate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         move || {
             state ^= state << 13;
@@ -582,12 +676,12 @@ mod tests {
         }
     }
 
-    fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    pub(in crate::deflate) fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
         let mut next = xorshift(seed);
         (0..len).map(|_| next() as u8).collect()
     }
 
-    fn compress(deflater: &mut Deflater, input: &[u8]) -> Vec<u8> {
+    pub(in crate::deflate) fn compress(deflater: &mut Deflater, input: &[u8]) -> Vec<u8> {
         let mut out = BytesMut::new();
         deflater.compress(input, &mut out);
         out.to_vec()
@@ -606,7 +700,10 @@ mod tests {
         Ok(out)
     }
 
-    fn inflate(inflater: &mut Inflater, payload: &[u8]) -> Result<BytesMut, InflateError> {
+    pub(in crate::deflate) fn inflate(
+        inflater: &mut Inflater,
+        payload: &[u8],
+    ) -> Result<BytesMut, InflateError> {
         inflate_frames(inflater, &[payload], usize::MAX)
     }
 
