@@ -5,6 +5,10 @@
 //! `Option<Compression>` is always `None` and every compressed path
 //! compiles away.
 
+#[cfg(feature = "deflate")]
+use std::time::Duration;
+use std::time::Instant;
+
 use bytes::{Bytes, BytesMut};
 
 use crate::config::Role;
@@ -21,6 +25,28 @@ pub(crate) struct Compression {
     deflater: crate::deflate::raw::Deflater,
     inflater: crate::deflate::raw::Inflater,
     min_size: usize,
+    /// With context takeover: how long the connection stays quiet before it
+    /// sleeps (`DeflateConfig::sleep_after`). `None` arms nothing.
+    sleep_after: Option<Duration>,
+    rest: Rest,
+}
+
+/// How far a connection with context takeover is on its way to sleep.
+///
+/// ```text
+///  Active --quiet wait--> Quiet(deadline) --deadline passed--> Asleep
+///    ^  (zero interval: straight to Asleep)  |                   |
+///    +-------- a compressed message, or output pending ----------+
+/// ```
+#[cfg(feature = "deflate")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rest {
+    /// A compressed message went either way since the last wait.
+    Active,
+    /// Quiet since the last wait: sleeps at this instant.
+    Quiet(Instant),
+    /// Only the windows are held.
+    Asleep,
 }
 
 /// Uninhabited without the `deflate` feature.
@@ -84,19 +110,66 @@ impl Compression {
     /// nothing until the first compressed message.
     fn new(role: Role, params: &DeflateParams, config: &DeflateConfig) -> Self {
         use crate::deflate::raw::{Deflater, Inflater};
-        Self {
-            deflater: Deflater::new(
-                config.get_compression_level(),
-                params.compress_window_bits(role),
-                config.mem_level,
-                params.compress_no_context_takeover(role),
-            ),
-            inflater: Inflater::new(
-                params.decompress_window_bits(role),
-                params.decompress_no_context_takeover(role),
-            ),
-            min_size: config.get_min_compress_size(),
+        let mut deflater = Deflater::new(
+            config.get_compression_level(),
+            params.compress_window_bits(role),
+            config.mem_level,
+            params.compress_no_context_takeover(role),
+        );
+        let mut inflater = Inflater::new(
+            params.decompress_window_bits(role),
+            params.decompress_no_context_takeover(role),
+        );
+        let takeover = !params.compress_no_context_takeover(role)
+            || !params.decompress_no_context_takeover(role);
+        let sleep_after = config.get_sleep_after().filter(|_| takeover);
+        if sleep_after.is_some() {
+            deflater = deflater.keep_window();
+            inflater = inflater.keep_window();
         }
+        Self {
+            deflater,
+            inflater,
+            min_size: config.get_min_compress_size(),
+            sleep_after,
+            rest: Rest::Active,
+        }
+    }
+
+    /// When the connection sleeps if it stays quiet: a deadline for
+    /// `poll_timeout`. `None` without context takeover.
+    pub(crate) fn sleep_deadline(&self) -> Option<Instant> {
+        match self.rest {
+            Rest::Quiet(at) => Some(at),
+            Rest::Active | Rest::Asleep => None,
+        }
+    }
+
+    /// Time is `now` and the connection is about to wait, `quiet` if its
+    /// output is flushed and it waits for input: sleeps (frees the zlib
+    /// states, keeping the windows) if the quiet interval is over, or arms
+    /// its deadline if the connection just went quiet. Nothing without
+    /// context takeover.
+    pub(crate) fn sleep_if_due_else_arm(&mut self, now: Instant, quiet: bool) {
+        let Some(after) = self.sleep_after else {
+            return;
+        };
+        let quiet = quiet && !self.inflater.is_mid_message();
+        self.rest = match self.rest {
+            Rest::Asleep => Rest::Asleep,
+            // A passed deadline must not outlive the quiet (the driver
+            // would wake for it again and again).
+            _ if !quiet => Rest::Active,
+            Rest::Active if !after.is_zero() => {
+                now.checked_add(after).map_or(Rest::Active, Rest::Quiet)
+            }
+            Rest::Quiet(at) if now < at => Rest::Quiet(at),
+            Rest::Active | Rest::Quiet(_) => {
+                self.deflater.sleep();
+                self.inflater.sleep();
+                Rest::Asleep
+            }
+        };
     }
 
     /// Whether a payload of `len` bytes is worth compressing.
@@ -108,6 +181,7 @@ impl Compression {
     pub(crate) fn compress(&mut self, payload: &[u8]) -> Bytes {
         let mut out = BytesMut::with_capacity(compressed_bound(payload.len()).min(64 * 1024));
         self.deflater.compress(payload, &mut out);
+        self.rest = Rest::Active;
         out.freeze()
     }
 
@@ -150,6 +224,7 @@ impl Compression {
         text: bool,
     ) -> Result<(), Error> {
         use crate::deflate::raw::InflateError;
+        self.rest = Rest::Active;
         self.inflater
             .inflate(payload, fin, out, max)
             .map_err(|e| match e {
@@ -166,6 +241,14 @@ impl Compression {
 #[cfg(not(feature = "deflate"))]
 impl Compression {
     pub(crate) fn release_idle(&mut self) {
+        match *self {}
+    }
+
+    pub(crate) fn sleep_deadline(&self) -> Option<Instant> {
+        match *self {}
+    }
+
+    pub(crate) fn sleep_if_due_else_arm(&mut self, _: Instant, _: bool) {
         match *self {}
     }
 

@@ -192,16 +192,25 @@ impl WebSocketContext {
     /// query: call [`handle_timeout`](Self::handle_timeout) with the time
     /// first (before each wait), which arms the deadlines for the state the
     /// connection is in. It is the keepalive ping, the keepalive timeout,
-    /// the close timeout, or the instant a message held back by a rate
-    /// limit ([`Config::rate_limit`](crate::Config::rate_limit)) fits,
+    /// the close timeout, the instant a message held back by a rate
+    /// limit ([`Config::rate_limit`](crate::Config::rate_limit)) fits, or
+    /// the end of a compressed connection's quiet interval
+    /// ([`DeflateConfig::sleep_after`](crate::DeflateConfig::sleep_after)),
     /// whichever comes first; `None` to wait as long as it takes. It may
     /// already have passed (a held message that fits by now).
     pub fn poll_timeout(&self) -> Option<Instant> {
         // A deadline armed for an earlier state means nothing now (the
         // next `handle_timeout` arms the state's own).
-        let deadline = self.timer.deadline(self.stage());
+        let mut deadline = self.timer.deadline(self.stage());
         if self.lifecycle.is_terminated() {
             return deadline;
+        }
+        if let Some(at) = self
+            .negotiated
+            .compression()
+            .and_then(|c| c.sleep_deadline())
+        {
+            deadline = Some(deadline.map_or(at, |d| d.min(at)));
         }
         match self.negotiated.throttled_until() {
             Some(until) => Some(deadline.map_or(until, |d| d.min(until))),
@@ -217,7 +226,8 @@ impl WebSocketContext {
     /// connection fails with a timeout ([`Error::timeout`](crate::Error::timeout)) (reported by the next
     /// [`poll`](Self::poll) of a read). Then the housekeeping of a wait:
     /// drained buffers are given back (so an idle connection holds almost
-    /// no memory; while messages flow they are kept and reused), counts go
+    /// no memory; while messages flow they are kept and reused; a quiet
+    /// compressed connection sleeps once its interval is over), counts go
     /// to the `metrics` recorder, the deadlines of the state the connection
     /// is now in are armed from `now`, and a rate limit's buckets earn what
     /// the time brought (`now` is the time it charges messages at).
@@ -247,8 +257,10 @@ impl WebSocketContext {
             self.input.release_if_drained();
         }
         self.output.release_if_drained();
+        let quiet = self.output.is_empty() && self.lifecycle.state().can_receive();
         if let Some(compression) = self.negotiated.compression_mut() {
             compression.release_idle();
+            compression.sleep_if_due_else_arm(now, quiet);
         }
         let unarmed = self.timer.is_unarmed();
         self.timer.arm(self.stage(), now, &self.settings);
