@@ -133,23 +133,36 @@ fn the_quiet_interval_is_a_deadline_only_with_context_takeover() {
     let second = Duration::from_secs(1);
     let mut ctx = used(config(1, Some(second)), Some(params(15, false)), now);
     assert_eq!(ctx.poll_timeout(), Some(now + second));
-    // A wait before the deadline keeps it; at the deadline the connection
-    // sleeps, and an asleep connection has nothing more to wait for.
+    // A wait before the deadline keeps it.
+    ctx.handle_timeout(now + second / 2);
+    assert_eq!(ctx.poll_timeout(), Some(now + second));
+    // A message meanwhile does not move it (no timer reset per message),
+    // but at the deadline the connection gets another interval.
+    let mut client =
+        WebSocketContext::with_deflate(Role::Client, config(1, None), Some(params(15, false)));
+    let msg = Message::text("x".repeat(500));
+    client.write(msg.clone()).unwrap();
+    take_output(&mut client);
+    client.write(msg.clone()).unwrap();
+    ctx.feed(&take_output(&mut client));
+    assert_eq!(ctx.next_message().unwrap(), Some(msg.clone()));
     ctx.handle_timeout(now + second / 2);
     assert_eq!(ctx.poll_timeout(), Some(now + second));
     ctx.handle_timeout(now + second);
+    assert_eq!(ctx.poll_timeout(), Some(now + 2 * second));
+    // Quiet for a whole interval: it sleeps, and an asleep connection has
+    // nothing more to wait for.
+    ctx.handle_timeout(now + 2 * second);
     assert_eq!(ctx.poll_timeout(), None);
-    // It wakes on the next message, which reads as ever.
-    let mut client =
-        WebSocketContext::with_deflate(Role::Client, config(1, None), Some(params(15, false)));
-    client.write(Message::text("x".repeat(500))).unwrap();
-    take_output(&mut client);
-    client.write(Message::text("x".repeat(500))).unwrap();
+    ctx.handle_timeout(now + 3 * second);
+    assert_eq!(ctx.poll_timeout(), None);
+    // It wakes on the next message, which reads as ever, and goes back to
+    // sleep after another quiet interval.
+    client.write(msg.clone()).unwrap();
     ctx.feed(&take_output(&mut client));
-    assert_eq!(
-        ctx.next_message().unwrap(),
-        Some(Message::text("x".repeat(500)))
-    );
+    assert_eq!(ctx.next_message().unwrap(), Some(msg));
+    ctx.handle_timeout(now + 4 * second);
+    assert_eq!(ctx.poll_timeout(), Some(now + 5 * second));
 
     // Nothing is armed without context takeover, without compression, or
     // with sleeping turned off.

@@ -137,6 +137,9 @@ impl DeflateConfig {
     /// against about 300 KiB held by every idle connection. Default one
     /// second: a connection in a burst or a chatty exchange never sleeps,
     /// one that pauses longer pays at most one wake per second of quiet.
+    /// Like keepalive, the deadline does not move with every message: a
+    /// connection sleeps between one and two intervals after it went
+    /// quiet.
     /// `Duration::ZERO` sleeps whenever the connection waits quietly for
     /// input (the least memory, a rebuild per message); `None` never
     /// sleeps. Kept in steps of 10 ms (rounded down), at most 655.34 s

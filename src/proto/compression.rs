@@ -29,23 +29,32 @@ pub(crate) struct Compression {
     /// sleeps (`DeflateConfig::sleep_after`). `None` arms nothing.
     sleep_after: Option<Duration>,
     rest: Rest,
+    /// A compressed message went either way since `rest` last changed.
+    used: bool,
 }
 
 /// How far a connection with context takeover is on its way to sleep.
 ///
+/// Like keepalive (`timers.rs`), the deadline does not move while messages
+/// flow (that would reset the driver's timer per message): a message only
+/// marks the connection as used, and a used connection whose deadline
+/// passes is given another interval. It sleeps between one and two
+/// intervals after it went quiet.
+///
 /// ```text
-///  Active --quiet wait--> Quiet(deadline) --deadline passed--> Asleep
-///    ^  (zero interval: straight to Asleep)  |                   |
-///    +-------- a compressed message, or output pending ----------+
+///  Unarmed --quiet wait--> Armed(deadline) --passed, unused--> Asleep
+///     ^   (zero interval: straight to Asleep)     |              |
+///     +----- output pending at the deadline ------+   used: as Unarmed
 /// ```
 #[cfg(feature = "deflate")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rest {
-    /// A compressed message went either way since the last wait.
-    Active,
-    /// Quiet since the last wait: sleeps at this instant.
-    Quiet(Instant),
-    /// Only the windows are held.
+    /// No deadline: nothing was quiet yet, or output was pending.
+    Unarmed,
+    /// Sleeps at this instant unless used meanwhile.
+    Armed(Instant),
+    /// Only the windows are held (until the next message, which rebuilds
+    /// what it needs and marks the connection used).
     Asleep,
 }
 
@@ -132,7 +141,8 @@ impl Compression {
             inflater,
             min_size: config.get_min_compress_size(),
             sleep_after,
-            rest: Rest::Active,
+            rest: Rest::Unarmed,
+            used: false,
         }
     }
 
@@ -140,8 +150,8 @@ impl Compression {
     /// `poll_timeout`. `None` without context takeover.
     pub(crate) fn sleep_deadline(&self) -> Option<Instant> {
         match self.rest {
-            Rest::Quiet(at) => Some(at),
-            Rest::Active | Rest::Asleep => None,
+            Rest::Armed(at) => Some(at),
+            Rest::Unarmed | Rest::Asleep => None,
         }
     }
 
@@ -155,20 +165,23 @@ impl Compression {
             return;
         };
         let quiet = quiet && !self.inflater.is_mid_message();
-        self.rest = match self.rest {
-            Rest::Asleep => Rest::Asleep,
+        let due = match self.rest {
+            Rest::Armed(at) if now < at => return,
+            Rest::Asleep if !self.used => return,
+            Rest::Armed(_) => !self.used,
+            Rest::Unarmed | Rest::Asleep => after.is_zero(),
+        };
+        self.used = false;
+        self.rest = if !quiet {
             // A passed deadline must not outlive the quiet (the driver
             // would wake for it again and again).
-            _ if !quiet => Rest::Active,
-            Rest::Active if !after.is_zero() => {
-                now.checked_add(after).map_or(Rest::Active, Rest::Quiet)
-            }
-            Rest::Quiet(at) if now < at => Rest::Quiet(at),
-            Rest::Active | Rest::Quiet(_) => {
-                self.deflater.sleep();
-                self.inflater.sleep();
-                Rest::Asleep
-            }
+            Rest::Unarmed
+        } else if due {
+            self.deflater.sleep();
+            self.inflater.sleep();
+            Rest::Asleep
+        } else {
+            now.checked_add(after).map_or(Rest::Unarmed, Rest::Armed)
         };
     }
 
@@ -181,7 +194,7 @@ impl Compression {
     pub(crate) fn compress(&mut self, payload: &[u8]) -> Bytes {
         let mut out = BytesMut::with_capacity(compressed_bound(payload.len()).min(64 * 1024));
         self.deflater.compress(payload, &mut out);
-        self.rest = Rest::Active;
+        self.used = true;
         out.freeze()
     }
 
@@ -224,7 +237,7 @@ impl Compression {
         text: bool,
     ) -> Result<(), Error> {
         use crate::deflate::raw::InflateError;
-        self.rest = Rest::Active;
+        self.used = true;
         self.inflater
             .inflate(payload, fin, out, max)
             .map_err(|e| match e {
