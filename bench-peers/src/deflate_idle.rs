@@ -23,6 +23,15 @@
 //! RSS and live heap, opens N connections, waits until every task has
 //! parked, and reads both again. Finally every client sends an uncompressed
 //! masked "hello" that every parked task must receive.
+//!
+//! With context takeover, lockgate's connections sleep once quiet for
+//! `DeflateConfig::sleep_after` (default one second; a connection sleeps
+//! between one and two intervals after it went quiet), so in that mode the
+//! child waits two default intervals before its second reading, for every
+//! library alike. tokio-lockgate then answers the "hello" with a second
+//! compressed 1 KiB JSON-like reply, from the compressor rebuilt on
+//! waking, and the client checks it is no larger than a never-sleeping
+//! lockgate's second reply (plus 1 %): waking keeps the compression ratio.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -31,7 +40,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
-use lockgate::{Buf, Message, Role, Utf8Bytes, WebSocketContext};
+use lockgate::deflate::DeflateConfig;
+use lockgate::{Buf, Config, Message, Role, Utf8Bytes, WebSocketContext};
 
 use crate::deflate::{
     check_response, lockgate_config, lockgate_params, offer, sockudo_deflate,
@@ -76,7 +86,9 @@ impl Mode {
     /// How the report names it.
     pub(crate) fn describe(self) -> &'static str {
         match self {
-            Mode::Takeover => "deflate, context takeover",
+            Mode::Takeover => {
+                "deflate, context takeover, measured after twice lockgate's default sleep_after"
+            }
             Mode::NoTakeover => "deflate, no context takeover",
             Mode::Off => "no compression offered (baseline)",
         }
@@ -152,6 +164,8 @@ fn read_frame(c: &mut TcpStream, buf: &mut [u8]) -> (u8, usize) {
 enum Cmd {
     Connect(usize),
     Hello,
+    /// Read the reply sent after "hello", where one is expected.
+    CheckReplies,
     Close,
     Exit,
 }
@@ -161,6 +175,9 @@ struct ClientSide {
     mode: Mode,
     lib: String,
     message: Vec<u8>,
+    /// The most bytes the second compressed reply may take: checked when
+    /// the server sends one (tokio-lockgate, context takeover).
+    second_reply_max: Option<usize>,
 }
 
 fn client_thread(side: ClientSide, cap: usize, rx: mpsc::Receiver<Cmd>, done: mpsc::Sender<()>) {
@@ -215,6 +232,22 @@ fn client_thread(side: ClientSide, cap: usize, rx: mpsc::Receiver<Cmd>, done: mp
                     c.write_all(&hello).expect("idle hello");
                 }
             }
+            Cmd::CheckReplies => {
+                if let Some(max) = side.second_reply_max {
+                    for c in &mut conns {
+                        let (b0, len) = read_frame(c, &mut buf);
+                        if b0 != 0xC1 || len > max {
+                            crate::fail(
+                                &side.lib,
+                                &format!(
+                                    "reply after waking: first byte {b0:#x}, {len} bytes, \
+                                     at most {max} expected"
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
             Cmd::Close => conns.clear(),
             Cmd::Exit => return,
         }
@@ -227,6 +260,8 @@ type Counter = Rc<std::cell::Cell<usize>>;
 struct Texts {
     message: Rc<str>,
     reply: Utf8Bytes,
+    /// The reply to "hello" (tokio-lockgate, context takeover).
+    second_reply: Utf8Bytes,
 }
 
 /// Serves one connection as `lib` would: handshake, one message each way,
@@ -265,9 +300,17 @@ fn serve(
                 ws.send(Message::text(texts.reply.clone()))
                     .await
                     .expect("tokio-lockgate send");
+                // Shares the text's allocation: nothing per connection.
+                let reply = texts.second_reply.clone();
                 drop(texts);
                 parked.set(parked.get() + 1);
                 let m = ws.read().await.expect("tokio-lockgate read");
+                if takeover {
+                    // Compressed by the compressor rebuilt on waking.
+                    ws.send(Message::text(reply))
+                        .await
+                        .expect("tokio-lockgate send");
+                }
                 done(&got, m.as_text() == Some(HELLO), &lib_name);
             });
         }
@@ -351,6 +394,33 @@ where
     got.set(got.get() + 1);
 }
 
+/// How long the parked connections are left before the second reading:
+/// with context takeover, past lockgate's default sleep interval (a
+/// connection sleeps between one and two intervals after it went quiet),
+/// the same for every library.
+fn settle(mode: Mode) -> Duration {
+    let base = Duration::from_millis(100);
+    match DeflateConfig::default().get_sleep_after() {
+        Some(after) if mode.takeover() => 2 * after + base,
+        _ => base,
+    }
+}
+
+/// The payload length of `second` compressed after `first` by a server
+/// that never sleeps, with this scenario's settings.
+fn second_reply_len(first: &Utf8Bytes, second: &Utf8Bytes) -> usize {
+    let config = Config::default().deflate(Some(DeflateConfig::default().sleep_after(None)));
+    let mut ctx = WebSocketContext::with_deflate(Role::Server, config, Some(lockgate_params(true)));
+    let mut len = 0;
+    for reply in [first, second] {
+        ctx.write(Message::text(reply.clone())).expect("compress");
+        let mut output = ctx.output();
+        let frame = output.copy_to_bytes(output.remaining());
+        len = frame.len() - if frame[1] & 0x7f == 126 { 4 } else { 2 };
+    }
+    len
+}
+
 /// The child process: prints `IDLE <rss delta> <heap delta> <n>` and exits.
 pub(crate) fn child_main(lib: &str, n: usize, mode: &str) {
     let Some(mode) = Mode::ALL.into_iter().find(|m| m.arg() == mode) else {
@@ -360,6 +430,7 @@ pub(crate) fn child_main(lib: &str, n: usize, mode: &str) {
     let texts = Rc::new(Texts {
         message: json_like(SIZE, 7).into(),
         reply: json_like(SIZE, 9).into(),
+        second_reply: json_like(SIZE, 11).into(),
     });
     let listener = crate::idle::child_listener(lib, n + WARM);
     let side = ClientSide {
@@ -367,6 +438,8 @@ pub(crate) fn child_main(lib: &str, n: usize, mode: &str) {
         mode,
         lib: lib.to_string(),
         message: client_frame(&texts.message, mode),
+        second_reply_max: (lib == "tokio-lockgate" && takeover)
+            .then(|| second_reply_len(&texts.reply, &texts.second_reply) * 101 / 100 + 1),
     };
     let (cmd_tx, cmd_rx) = mpsc::channel();
     let (ack_tx, ack_rx) = mpsc::channel();
@@ -438,12 +511,15 @@ pub(crate) fn child_main(lib: &str, n: usize, mode: &str) {
         let (rss0, heap0) = (sys::rss_bytes(), alloc::live_bytes());
         open(n).await;
         ack();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(settle(mode)).await;
         let (rss1, heap1) = (sys::rss_bytes(), alloc::live_bytes());
 
         cmd_tx.send(Cmd::Hello).expect("client thread gone");
         ack();
         wait_got(WARM + n).await;
+        // Every reply after "hello" was sent before its task counted.
+        cmd_tx.send(Cmd::CheckReplies).expect("client thread gone");
+        ack();
         cmd_tx.send(Cmd::Exit).expect("client thread gone");
         println!(
             "IDLE {} {} {n}",
