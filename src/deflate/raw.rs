@@ -12,7 +12,8 @@
 //! message; both are kept for the rest of a burst and dropped by
 //! [`Deflater::release`] once the burst of writes is flushed and by
 //! [`Inflater::release`] once the connection waits for the peer, so an
-//! idle connection holds nothing. Measured with zlib-rs 0.6:
+//! idle connection holds nothing. With context takeover the state stays
+//! until the connection sleeps (below). Measured with zlib-rs 0.6:
 //!
 //! - compressor: 245 KiB at 9 window bits up to 371 KiB at 15 (a fixed
 //!   128 KiB hash table and 64 KiB literal buffer, plus four times the
@@ -30,6 +31,22 @@
 //! clear of the compressor's 128 KiB hash table per message either way; a
 //! full flush does only that, where a reset also reinitialises the block
 //! state (callgrind: 209k -> 159k instructions per 1 KiB message).
+//!
+//! # Sleeping with context takeover
+//!
+//! With context takeover the state is the shared history and cannot simply
+//! be dropped. What the next message can refer to is only the last
+//! 2^window_bits bytes of uncompressed data that went through that
+//! direction's stream, so with [`Deflater::keep_window`] and
+//! [`Inflater::keep_window`] each side copies the end of every message into
+//! a ring of that size (`window.rs`), and [`Deflater::sleep`] /
+//! [`Inflater::sleep`] drop the zlib state between messages. The next
+//! message rebuilds it with the window as preset dictionary: the
+//! decompressor decodes exactly as before; the compressor may find other
+//! matches than the running one would have (a dictionary hashes every
+//! position, levels 1 to 6 hash only some as they go; levels 7 and 8 give
+//! the same bytes), so the peer reads the same messages at about the same
+//! size. The protocol layer decides when to sleep (`proto/compression.rs`).
 //!
 //! # Bounded inflation
 //!

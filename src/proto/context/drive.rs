@@ -195,7 +195,7 @@ impl WebSocketContext {
     /// the close timeout, the instant a message held back by a rate
     /// limit ([`Config::rate_limit`](crate::Config::rate_limit)) fits, or
     /// the end of a compressed connection's quiet interval
-    /// ([`DeflateConfig::sleep_after`](crate::DeflateConfig::sleep_after)),
+    /// ([`DeflateConfig::sleep_after`](crate::deflate::DeflateConfig::sleep_after)),
     /// whichever comes first; `None` to wait as long as it takes. It may
     /// already have passed (a held message that fits by now).
     pub fn poll_timeout(&self) -> Option<Instant> {
