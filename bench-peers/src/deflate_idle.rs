@@ -94,14 +94,27 @@ impl Mode {
         }
     }
 
-    fn takeover(self) -> bool {
+    pub(crate) fn takeover(self) -> bool {
         self == Mode::Takeover
     }
 }
 
-/// Runs the scenario for `lib` with `n` connections in a child process.
-pub(crate) fn run(lib: &str, n: usize, mode: Mode) -> IdleRun {
-    run_child(lib, n, &["__idle_deflate", lib, &n.to_string(), mode.arg()])
+/// glibc's setting that makes every allocation of 128 KiB or more its own
+/// mapping, returned to the system when freed. By default glibc raises
+/// that threshold after the first such block is freed, so the zlib states
+/// of connections that went to sleep stay resident as free heap between
+/// live blocks: RSS then shows the peak, not what the connections hold.
+pub(crate) const FIXED_MMAP_THRESHOLD: (&str, &str) = ("MALLOC_MMAP_THRESHOLD_", "131072");
+
+/// Runs the scenario for `lib` with `n` connections in a child process,
+/// with `env` in its environment.
+pub(crate) fn run(lib: &str, n: usize, mode: Mode, env: &[(&str, &str)]) -> IdleRun {
+    run_child(
+        lib,
+        n,
+        &["__idle_deflate", lib, &n.to_string(), mode.arg()],
+        env,
+    )
 }
 
 fn request(mode: Mode) -> String {

@@ -144,6 +144,7 @@ fn run(lib: &str, n: usize) -> HandshakeRun {
         lib,
         n,
         &["__handshake", lib, &n.to_string()],
+        &[],
         "HANDSHAKE",
         5,
     );

@@ -54,13 +54,14 @@ pub(crate) struct IdleRun {
 
 /// Runs the idle scenario for `lib` with `n` connections in a child process.
 pub(crate) fn run(lib: &str, n: usize) -> IdleRun {
-    run_child(lib, n, &["__idle", lib, &n.to_string()])
+    run_child(lib, n, &["__idle", lib, &n.to_string()], &[])
 }
 
 /// Runs this binary with `args` as an idle-memory child for `lib` and reads
 /// back its `IDLE <rss delta> <heap delta> <n>` line.
-pub(crate) fn run_child(lib: &str, n: usize, args: &[&str]) -> IdleRun {
-    let f = child_result(lib, n, args, "IDLE", 3);
+/// `env` is set in the child's environment (an allocator setting).
+pub(crate) fn run_child(lib: &str, n: usize, args: &[&str], env: &[(&str, &str)]) -> IdleRun {
+    let f = child_result(lib, n, args, env, "IDLE", 3);
     IdleRun {
         rss: f[0] / f[2],
         heap: f[1] / f[2],
@@ -75,12 +76,14 @@ pub(crate) fn child_result(
     lib: &str,
     n: usize,
     args: &[&str],
+    env: &[(&str, &str)],
     tag: &str,
     count: usize,
 ) -> Vec<f64> {
     let exe = std::env::current_exe().expect("own executable");
     let out = Command::new(exe)
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("spawn memory child");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -748,6 +748,19 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
             "KiB",
             Better::Lower,
         );
+        // With context takeover, RSS also under glibc's fixed mmap
+        // threshold, for every library: what the connections hold, not
+        // the heap's peak (deflate_idle::FIXED_MMAP_THRESHOLD).
+        let mut rss_fixed = mode.takeover().then(|| {
+            Row::new(
+                format!(
+                    "idle connection RSS after 1 × 1 KiB each way, {what}, \
+                     MALLOC_MMAP_THRESHOLD_=131072 ({n} conns)"
+                ),
+                "KiB",
+                Better::Lower,
+            )
+        });
         for rep in 0..p.reps_deflate_idle {
             eprint!(
                 "\ridle ({what}): repetition {}/{}   ",
@@ -758,14 +771,19 @@ fn deflate_rows(p: &Plan) -> Vec<Row> {
             let k = rep % names.len();
             names.rotate_left(k);
             for name in names {
-                let r = deflate_idle::run(name, n, mode);
+                let r = deflate_idle::run(name, n, mode, &[]);
                 let lib = Lib::column(name);
                 rss.push(lib, r.rss / 1024.0);
                 heap.push(lib, r.heap / 1024.0);
+                if let Some(row) = rss_fixed.as_mut() {
+                    let fixed = [deflate_idle::FIXED_MMAP_THRESHOLD];
+                    row.push(lib, deflate_idle::run(name, n, mode, &fixed).rss / 1024.0);
+                }
             }
         }
         eprintln!();
         rows.extend([rss, heap]);
+        rows.extend(rss_fixed);
     }
     rows
 }
