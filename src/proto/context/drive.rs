@@ -110,31 +110,29 @@ impl WebSocketContext {
         if let Some(held) = self.receiving.deliver() {
             return held.map(Next::Message);
         }
-        match self.next_message_within_limit() {
-            Ok(Some(msg)) => {
-                self.prepare_output();
-                if may_output {
-                    if let Some(next) = self.owed.delivery(&self.output) {
-                        // The pong or close reply goes out before the
-                        // message is returned, unless the stream is full.
-                        self.receiving.hold(Ok(msg));
-                        return Ok(next);
-                    }
-                }
-                Ok(Next::Message(msg))
+        let parsed = self.next_message_within_limit();
+        if let Ok(Next::Message(_)) = parsed {
+            self.prepare_output();
+            if may_output && self.owed.delivery(&self.output).is_some() {
+                return Ok(self.deliver_before(parsed));
             }
+            // Returned as the parse built it: looked at, not moved apart
+            // and rebuilt (which cost a copy of the message per read).
+            return parsed;
+        }
+        match parsed {
             // A rate limit holds the next message back: read nothing until
             // it fits (a pong it queued goes out meanwhile).
-            Ok(None) if self.negotiated.is_throttled() => {
+            Ok(_) if self.negotiated.is_throttled() => {
                 self.prepare_output();
                 match self.owed.delivery(&self.output) {
                     Some(next) if may_output => Ok(next),
                     _ => Ok(Next::Wait),
                 }
             }
-            Ok(None) if self.lifecycle.state().can_receive() => Ok(Next::Receive),
+            Ok(_) if self.lifecycle.state().can_receive() => Ok(Next::Receive),
             // Closing: what is left is draining our output.
-            Ok(None) => Ok(self.owed.drain(&self.output, false)),
+            Ok(_) => Ok(self.owed.drain(&self.output, false)),
             Err(Error::ConnectionClosed) => {
                 self.receiving.hold(Err(Error::ConnectionClosed));
                 self.lifecycle.end_with_shutdown();
@@ -151,6 +149,20 @@ impl WebSocketContext {
             }
             Err(error) => Err(error),
         }
+    }
+
+    /// A read parsed a message and queued its answer (a pong, a close
+    /// reply): the answer goes out before the message is returned, unless
+    /// the stream is full. Out of line: most reads answer nothing.
+    #[cold]
+    #[inline(never)]
+    fn deliver_before(&mut self, parsed: Result<Next>) -> Next {
+        let (Ok(Next::Message(msg)), Some(next)) = (parsed, self.owed.delivery(&self.output))
+        else {
+            unreachable!("called for a parsed message with output owed")
+        };
+        self.receiving.hold(Ok(msg));
+        next
     }
 
     /// The connection failed for a close-coded error and our close frame

@@ -15,6 +15,7 @@ use crate::proto::lifecycle::RateLimitAction;
 use crate::proto::negotiated::Negotiated;
 use crate::proto::rate_limit::Admission;
 use crate::proto::receive_path::ReceivePath;
+use crate::proto::seam::Next;
 use crate::proto::state::State;
 use crate::utf8_bytes::Utf8Bytes;
 
@@ -48,12 +49,20 @@ impl WebSocketContext {
         if let Some(held) = self.take_held_message() {
             return Ok(Some(held));
         }
-        self.parse_next_message()
+        match self.parse_next_message()? {
+            Next::Message(msg) => Ok(Some(msg)),
+            _ => Ok(None),
+        }
     }
 
     /// [`next_message`](Self::next_message) without a held message to
     /// hand over first: what the rate limit's own reads call.
-    pub(super) fn parse_next_message(&mut self) -> Result<Option<Message>> {
+    /// [`Next::Message`] or, for "no message now", [`Next::Receive`].
+    ///
+    /// The message is built once, in the `Result<Next>` the read's
+    /// [`poll`](Self::poll) returns: an `Option<Message>` here would be
+    /// moved into that layout on every read.
+    pub(super) fn parse_next_message(&mut self) -> Result<Next> {
         match self.lifecycle.state() {
             State::Terminated => return Err(Error::AlreadyClosed),
             State::ClosedByPeer | State::CloseAcknowledged => {
@@ -61,28 +70,29 @@ impl WebSocketContext {
                     self.lifecycle.completed();
                     return Err(Error::ConnectionClosed);
                 }
-                return Ok(None);
+                return Ok(Next::Receive);
             }
             State::Active | State::ClosedByUs => {}
         }
         self.read_frames().map_err(|e| self.fail(e))
     }
 
-    /// [`next_message`](Self::next_message), within the rate limit. Without
-    /// one, that is a single test of a pointer that is usually null.
+    /// [`parse_next_message`](Self::parse_next_message), within the rate
+    /// limit. Without one, that is a single test of a pointer that is
+    /// usually null.
     #[inline]
-    pub(super) fn next_message_within_limit(&mut self) -> Result<Option<Message>> {
+    pub(super) fn next_message_within_limit(&mut self) -> Result<Next> {
         if self.negotiated.is_empty() {
             return self.parse_next_message();
         }
         self.next_message_limited()
     }
 
-    /// `Ok(None)` with a message held back when throttled: see
+    /// [`Next::Receive`] with a message held back when throttled: see
     /// [`Negotiated::is_throttled`]. Out of line: it must not weigh on the
     /// common path, which has no limit.
     #[inline(never)]
-    fn next_message_limited(&mut self) -> Result<Option<Message>> {
+    fn next_message_limited(&mut self) -> Result<Next> {
         let terminated = self.lifecycle.is_terminated();
         let Some(limiter) = self.negotiated.rate_limiter_mut() else {
             return self.parse_next_message();
@@ -92,13 +102,13 @@ impl WebSocketContext {
             Some(_) if terminated => return self.parse_next_message(),
             Some(msg) => (msg, true),
             None => match self.parse_next_message()? {
-                Some(msg) => (msg, false),
-                None => return Ok(None),
+                Next::Message(msg) => (msg, false),
+                other => return Ok(other),
             },
         };
         let limiter = self.negotiated.rate_limiter_mut().expect("checked above");
         match limiter.admit_or_hold(msg) {
-            Admission::Admitted(msg) => Ok(Some(msg)),
+            Admission::Admitted(msg) => Ok(Next::Message(msg)),
             Admission::Held => {
                 // We stop reading: the peer's silence from now on is ours.
                 self.timer.heard_if(true);
@@ -106,7 +116,7 @@ impl WebSocketContext {
                     self.lifecycle
                         .observe_rate_limit(RateLimitAction::Throttled);
                 }
-                Ok(None)
+                Ok(Next::Receive)
             }
             Admission::Exceeded(error) => {
                 self.lifecycle.observe_rate_limit(RateLimitAction::Closed);
@@ -159,7 +169,7 @@ impl WebSocketContext {
         error
     }
 
-    fn read_frames(&mut self) -> Result<Option<Message>> {
+    fn read_frames(&mut self) -> Result<Next> {
         let negotiated = self.negotiated.compression().is_some();
         loop {
             let mut check = HeaderAndText {
@@ -171,7 +181,7 @@ impl WebSocketContext {
             let Some(frame) = self.input.next_frame(&mut check)? else {
                 // The burst is over: what it counted goes to the recorder.
                 self.lifecycle.report_counts();
-                return Ok(None);
+                return Ok(Next::Receive);
             };
             let header = frame.header();
             let data = !header.opcode.is_control();
@@ -193,7 +203,7 @@ impl WebSocketContext {
                 self.on_frame(header, payload)?
             };
             if let Some(msg) = msg {
-                return Ok(Some(msg));
+                return Ok(Next::Message(msg));
             }
         }
     }
