@@ -304,6 +304,18 @@ impl<R: Runtime> DeadlineTimer<R> {
     /// does once per keepalive interval, not per message (once per message
     /// read while a rate limit throttles).
     pub(crate) fn poll(&mut self, context: &mut WebSocketContext, cx: &mut Context<'_>) -> bool {
+        // Armed for the deadline the context still has: the timer's own
+        // registration says when it passes, so the clock is not read.
+        if let Some(timer) = self.timer.as_mut() {
+            let armed = R::deadline(timer);
+            if context.handle_wait(armed) {
+                if timer.as_mut().poll(cx).is_pending() {
+                    return false;
+                }
+                context.handle_timeout(R::now().max(armed));
+                return true;
+            }
+        }
         // The runtime's clock, so tests with a paused clock drive deadlines.
         let now = R::now();
         // What is due happens, and the deadlines of the wait ahead are
@@ -348,3 +360,6 @@ impl<R: Runtime> DeadlineTimer<R> {
         Some(timer.as_mut())
     }
 }
+
+#[cfg(test)]
+mod wait_counts;

@@ -263,6 +263,47 @@ impl WebSocketContext {
             }
             Fired::LingerOver => self.end_linger(),
         }
+        self.tidy_for_wait();
+        let unarmed = self.timer.is_unarmed();
+        self.timer.arm(self.stage(), now, &self.settings);
+        if throttled && unarmed {
+            // Arming keepalive just now forgot the hold.
+            self.timer.heard_if(true);
+        }
+    }
+
+    /// The driver is about to wait again, its timer armed for `armed`, and
+    /// that timer has not fired. If `armed` is still the next deadline
+    /// ([`poll_timeout`](Self::poll_timeout)) and the wait needs nothing
+    /// of the time (no rate limit charges by it, the deadline of the
+    /// connection's state is armed, and reads are not bounded by it as
+    /// after our close), this does the housekeeping of a wait
+    /// that [`handle_timeout`](Self::handle_timeout) does and returns
+    /// `true`: wait on the timer, no clock read needed. Otherwise it does
+    /// nothing and returns `false`: call
+    /// [`handle_timeout`](Self::handle_timeout) with the time.
+    ///
+    /// A deadline does not change while messages flow (keepalive moves
+    /// once per interval), so most waits take the first answer.
+    #[must_use = "false: the wait needs handle_timeout"]
+    pub fn handle_wait(&mut self, armed: Instant) -> bool {
+        // After our close, every read checks the clock (see
+        // `deadline_bounds_every_read`): a timer fires only when the
+        // runtime gets to it.
+        if self.negotiated.rate_limiter().is_some()
+            || self.deadline_bounds_every_read()
+            || self.poll_timeout() != Some(armed)
+        {
+            return false;
+        }
+        self.tidy_for_wait();
+        true
+    }
+
+    /// The housekeeping of every wait: drained buffers are given back (so
+    /// an idle connection holds almost no memory; while messages flow they
+    /// are kept and reused) and counts go to the `metrics` recorder.
+    fn tidy_for_wait(&mut self) {
         self.lifecycle.report_counts();
         if !self.lifecycle.is_lingering() {
             // A lingering read reads again at once: its buffer is reused.
@@ -273,12 +314,6 @@ impl WebSocketContext {
         if let Some(compression) = self.negotiated.compression_mut() {
             compression.release_idle();
             compression.sleep_if_due_else_arm(now, quiet);
-        }
-        let unarmed = self.timer.is_unarmed();
-        self.timer.arm(self.stage(), now, &self.settings);
-        if throttled && unarmed {
-            // Arming keepalive just now forgot the hold.
-            self.timer.heard_if(true);
         }
     }
 
