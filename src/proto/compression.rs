@@ -146,6 +146,12 @@ impl Compression {
         }
     }
 
+    /// Whether the connection sleeps when quiet (context takeover and a
+    /// `sleep_after`): each wait then needs the time, to arm or to sleep.
+    pub(crate) fn sleeps(&self) -> bool {
+        self.sleep_after.is_some()
+    }
+
     /// When the connection sleeps if it stays quiet: a deadline for
     /// `poll_timeout`. `None` without context takeover.
     pub(crate) fn sleep_deadline(&self) -> Option<Instant> {
@@ -258,6 +264,10 @@ impl Compression {
     }
 
     pub(crate) fn sleep_deadline(&self) -> Option<Instant> {
+        match *self {}
+    }
+
+    pub(crate) fn sleeps(&self) -> bool {
         match *self {}
     }
 

@@ -264,6 +264,10 @@ impl WebSocketContext {
             Fired::LingerOver => self.end_linger(),
         }
         self.tidy_for_wait();
+        if let Some(compression) = self.negotiated.compression_mut() {
+            let quiet = self.output.is_empty() && self.lifecycle.state().can_receive();
+            compression.sleep_if_due_else_arm(now, quiet);
+        }
         let unarmed = self.timer.is_unarmed();
         self.timer.arm(self.stage(), now, &self.settings);
         if throttled && unarmed {
@@ -275,7 +279,8 @@ impl WebSocketContext {
     /// The driver is about to wait again, its timer armed for `armed`, and
     /// that timer has not fired. If `armed` is still the next deadline
     /// ([`poll_timeout`](Self::poll_timeout)) and the wait needs nothing
-    /// of the time (no rate limit charges by it, the deadline of the
+    /// of the time (no rate limit charges by it, no compressor with
+    /// context takeover counts its quiet by it, the deadline of the
     /// connection's state is armed, and reads are not bounded by it as
     /// after our close), this does the housekeeping of a wait
     /// that [`handle_timeout`](Self::handle_timeout) does and returns
@@ -292,6 +297,7 @@ impl WebSocketContext {
         // runtime gets to it.
         if self.negotiated.rate_limiter().is_some()
             || self.deadline_bounds_every_read()
+            || self.negotiated.compression().is_some_and(|c| c.sleeps())
             || self.poll_timeout() != Some(armed)
         {
             return false;
@@ -310,10 +316,8 @@ impl WebSocketContext {
             self.input.release_if_drained();
         }
         self.output.release_if_drained();
-        let quiet = self.output.is_empty() && self.lifecycle.state().can_receive();
         if let Some(compression) = self.negotiated.compression_mut() {
             compression.release_idle();
-            compression.sleep_if_due_else_arm(now, quiet);
         }
     }
 
