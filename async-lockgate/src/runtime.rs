@@ -17,7 +17,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use lockgate::{Connector, WebSocketContext};
+use lockgate::{Connector, Output, WebSocketContext};
+
+use crate::driver::{Chunks, transmit};
 
 /// A clock and a timer: what the driver needs to enforce deadlines (the
 /// handshake's, keepalive, the closing handshake's, rate limits).
@@ -93,6 +95,28 @@ pub trait WriteTransport<S>: Runtime {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>>;
+
+    /// One write of `output`'s bytes (the driver's
+    /// [`Next::Transmit`](lockgate::Next::Transmit)), advancing it by what
+    /// the stream took. By default one contiguous chunk goes out with
+    /// [`poll_write`](Self::poll_write), several with one
+    /// [`poll_write_vectored`](Self::poll_write_vectored); a runtime whose
+    /// writes own their buffer (io_uring's) hands the bytes over instead.
+    ///
+    /// # Errors
+    ///
+    /// The stream's; `WriteZero` when it took nothing.
+    #[inline]
+    fn poll_transmit(
+        stream: Pin<&mut S>,
+        cx: &mut Context<'_>,
+        output: &mut Output<'_>,
+    ) -> Poll<io::Result<()>> {
+        transmit(output, |chunks| match chunks {
+            Chunks::One(buf) => Self::poll_write(stream, cx, buf),
+            Chunks::Many(bufs) => Self::poll_write_vectored(stream, cx, bufs),
+        })
+    }
 
     /// Flushes.
     ///

@@ -6,8 +6,10 @@
 
 use std::cell::RefCell;
 use std::future::Future;
+#[cfg(any(feature = "tokio", feature = "futures-io"))]
 use std::io::{self, IoSlice, Read, Write};
 use std::marker::PhantomData;
+#[cfg(any(feature = "tokio", feature = "futures-io"))]
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
@@ -20,9 +22,12 @@ use crate::conformance::{Connection, Driver, MockView, would_block};
 
 /// A [`MockStream`] as an async stream. `WouldBlock` from the script
 /// becomes `Pending` without a wake-up: tests drive it by polling by hand.
+/// (With feature `uring`, the same behind uring-lockgate's completion
+/// I/O.)
 #[derive(Debug, Default)]
 pub struct AsyncMock(pub MockStream);
 
+#[cfg(any(feature = "tokio", feature = "futures-io"))]
 fn pending_on_would_block<T>(result: io::Result<T>) -> Poll<io::Result<T>> {
     match result {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Poll::Pending,

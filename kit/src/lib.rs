@@ -4,7 +4,7 @@
 //! - A scripted, fault-injecting, counting mock stream ([`MockStream`]:
 //!   partial writes, would-block, interrupts, resets and end of stream at
 //!   chosen points), behind tokio's and futures-io's traits too
-//!   ([`AsyncMock`], features `tokio` and `futures-io`, with the
+//!   ([`AsyncMock`], features `tokio`, `futures-io` and `uring`, with the
 //!   conformance connections of the async driver over it, [`AsyncWhole`]
 //!   and [`AsyncSplit`]), and an in-memory client/server pair ([`pair`]).
 //! - Frame builders and parsers ([`client_frame`], [`parse_frames`]).
@@ -22,7 +22,7 @@
 //! A test file names it `support` (`use lockgate_kit as support;`); not
 //! every file uses every helper.
 
-#[cfg(any(feature = "tokio", feature = "futures-io"))]
+#[cfg(any(feature = "tokio", feature = "futures-io", feature = "uring"))]
 mod async_mock;
 pub mod conformance;
 mod counting_alloc;
@@ -38,8 +38,10 @@ pub mod proxies;
 mod raw_peer;
 #[cfg(feature = "tls")]
 pub mod stalling;
+#[cfg(feature = "uring")]
+mod uring_mock;
 
-#[cfg(any(feature = "tokio", feature = "futures-io"))]
+#[cfg(any(feature = "tokio", feature = "futures-io", feature = "uring"))]
 pub use async_mock::{
     AsyncMock, AsyncSplit, AsyncWhole, SplitConnection, WholeConnection, echo_exchange, poll_once,
 };

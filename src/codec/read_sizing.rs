@@ -96,6 +96,24 @@ impl InFrames {
         self.buf.reserve(want.max(room));
     }
 
+    /// The room [`InFrames::for_read`] makes, split off the buffer to be
+    /// lent to a read that owns its buffer until it completes: empty, its
+    /// limit the read's size. Give it back with [`InFrames::returned`].
+    pub(crate) fn lend(&mut self, hint: usize) -> Limit<BytesMut> {
+        let want = Limit::limit(&self.for_read(hint));
+        let len = self.buf.len();
+        self.buf.split_off(len).limit(want)
+    }
+
+    /// The buffer [`InFrames::lend`] gave, with what was read into it:
+    /// joined back in place when nothing moved the buffer meanwhile,
+    /// copied otherwise.
+    pub(crate) fn returned(&mut self, read: BytesMut) {
+        let n = read.len();
+        self.buf.unsplit(read);
+        self.after_read(n);
+    }
+
     /// `n` bytes were appended to the buffer from [`InFrames::for_read`].
     pub(crate) fn appended(&mut self, n: usize) {
         self.after_read(n);
@@ -185,6 +203,32 @@ mod tests {
         frames.buf.extend_from_slice(&[0x82]);
         frames.appended(1);
         assert_eq!(frames.read_size, 8192);
+    }
+
+    #[test]
+    fn a_lent_read_buffer_joins_the_input_in_place_and_survives_the_input_moving() {
+        let mut frames = InFrames::default();
+        frames.extend(&[0x82, 0x02]);
+        let lent = frames.lend(8192);
+        assert_eq!(lent.get_ref().len(), 0);
+        assert!(lent.get_ref().capacity() >= Limit::limit(&lent));
+        let mut read = lent.into_inner();
+        let at = read.as_ptr();
+        read.extend_from_slice(&[1, 2]);
+        frames.returned(read);
+        assert_eq!(&frames.buf[..], &[0x82, 0x02, 1, 2]);
+        assert_eq!(
+            frames.buf[2..].as_ptr(),
+            at,
+            "joined where it was read: no copy"
+        );
+        // The input reallocated while a read was in flight: its bytes are
+        // copied behind, in order.
+        let mut read = frames.lend(8192).into_inner();
+        frames.buf.reserve(1 << 20);
+        read.extend_from_slice(&[3]);
+        frames.returned(read);
+        assert_eq!(&frames.buf[..], &[0x82, 0x02, 1, 2, 3]);
     }
 
     /// Starts a frame announcing `len` bytes, as the context would.

@@ -155,16 +155,13 @@ impl Writer for SendHalf {
 /// [`Next::Flush`]) on `stream` (a whole stream, or a split's write
 /// part), registering `wcx`.
 pub(crate) fn poll_output_step<W, R: WriteTransport<W>>(
-    mut stream: Pin<&mut W>,
+    stream: Pin<&mut W>,
     context: &mut impl Writer,
     next: &Next,
     wcx: &mut Context<'_>,
 ) -> Poll<io::Result<()>> {
     match next {
-        Next::Transmit => transmit(&mut context.output(), |chunks| match chunks {
-            Chunks::One(buf) => R::poll_write(stream.as_mut(), wcx, buf),
-            Chunks::Many(bufs) => R::poll_write_vectored(stream.as_mut(), wcx, bufs),
-        }),
+        Next::Transmit => R::poll_transmit(stream, wcx, &mut context.output()),
         Next::Flush => R::poll_flush(stream, wcx).map_ok(|()| context.flushed()),
         other => unreachable!("{other:?} is not an output step"),
     }

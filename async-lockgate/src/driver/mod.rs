@@ -9,6 +9,8 @@
 //! names these types with the runtime as a parameter.
 
 mod core;
+
+pub(crate) use core::{Chunks, transmit};
 mod dial;
 mod handshake;
 mod split;

@@ -337,6 +337,26 @@ impl WebSocketContext {
         self.input.for_read(self.settings.get_read_buffer_size())
     }
 
+    /// The receive buffer's room for the next read, split off to be lent
+    /// to a read that owns its buffer until the read completes (an
+    /// io_uring driver's): empty, with capacity for at least the read's
+    /// size, which is the limit. Give it back with
+    /// [`input_returned`](Self::input_returned) once the read completed,
+    /// also when it read nothing or failed; meanwhile the context works as
+    /// usual (what it parses and writes does not touch the lent room).
+    pub fn input_lend(&mut self) -> Limit<BytesMut> {
+        self.input.lend(self.settings.get_read_buffer_size())
+    }
+
+    /// The buffer [`input_lend`](Self::input_lend) gave, holding what the
+    /// read put in it: appended to the received bytes, in place (no copy)
+    /// when nothing moved them meanwhile, copied otherwise.
+    pub fn input_returned(&mut self, read: BytesMut) {
+        let n = read.len();
+        self.input.returned(read);
+        self.timer.heard_if(n > 0);
+    }
+
     /// `n` bytes were appended to [`input_buffer`](Self::input_buffer).
     pub fn input_appended(&mut self, n: usize) {
         self.input.appended(n);
