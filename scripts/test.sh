@@ -94,6 +94,7 @@ cargo clippy -p lockgate-kit --all-targets --all-features -- -D warnings
 # async-lockgate as tokio-lockgate uses it: the runtime-generic driver only.
 cargo clippy -p async-lockgate --lib --no-default-features -- -D warnings
 cargo clippy -p async-lockgate --all-targets --features rustls -- -D warnings
+cargo clippy -p uring-lockgate --all-targets -- -D warnings
 # The fuzz crate (not a workspace member): once as a normal build, once
 # with the cfg that compiles the targets using lockgate::fuzz_api.
 (cd fuzz && cargo clippy --all-targets -- -D warnings)
@@ -168,6 +169,9 @@ cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --lib -
 cargo test -p tokio-lockgate --features native-tls,hyper --test kit --test h2_client
 # The futures-io driver's wss:// and https:// proxies (futures-rustls).
 cargo test -p async-lockgate --features rustls --test kit
+# The io_uring driver (not a default member: Linux, a kernel that allows
+# io_uring): the kit's mock and socket cases, its doc test.
+cargo test -p uring-lockgate
 cargo test -p lockgate --features rustls-tls-webpki-roots,native-tls,url --doc
 # Counters and spans: exact counts for known workloads, each close and
 # timeout and refusal, the hub's counters, a drain's closes.
@@ -226,5 +230,8 @@ AUTOBAHN_PACKAGE=tokio-lockgate AUTOBAHN_SUFFIX=-tokio bash autobahn/run.sh all
 
 step "Autobahn conformance: async-lockgate's futures-io driver on smol (server and client modes)"
 AUTOBAHN_PACKAGE=async-lockgate AUTOBAHN_SUFFIX=-async bash autobahn/run.sh all
+
+step "Autobahn conformance: uring-lockgate's io_uring driver (server and client modes)"
+AUTOBAHN_PACKAGE=uring-lockgate AUTOBAHN_SUFFIX=-uring bash autobahn/run.sh all
 
 step "done"

@@ -118,6 +118,19 @@ pub trait WriteTransport<S>: Runtime {
         })
     }
 
+    /// Whether `stream` has a write in flight (a completion-based
+    /// runtime's, io_uring's): once the connection is closing, a read
+    /// whose output step is pending on it waits for the write to complete,
+    /// within the closing deadline, instead of reading on, since the stream
+    /// took the bytes rather than refused them. `false` by default: a
+    /// pending write of a readiness-based stream is one it cannot take
+    /// now.
+    #[inline]
+    fn write_in_flight(stream: &S) -> bool {
+        let _ = stream;
+        false
+    }
+
     /// Flushes.
     ///
     /// # Errors

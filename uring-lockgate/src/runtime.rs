@@ -175,6 +175,10 @@ impl<S: CompletionWrite + Unpin> WriteTransport<S> for Uring {
         }
     }
 
+    fn write_in_flight(stream: &S) -> bool {
+        stream.write_in_flight()
+    }
+
     /// Waits for the write in flight, then flushes the stream.
     fn poll_flush(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         stream.get_mut().poll_flush_owned(cx)

@@ -73,9 +73,16 @@ impl UringStream {
         }
     }
 
-    /// A std stream (connected, blocking or not) handed to the ring.
-    pub fn from_std(tcp: std::net::TcpStream) -> Self {
-        Self::new(TcpStream::from_std(tcp))
+    /// A connected std stream handed to the ring.
+    ///
+    /// # Errors
+    ///
+    /// Setting the socket blocking failed.
+    pub fn from_std(tcp: std::net::TcpStream) -> io::Result<Self> {
+        // Blocking: an operation on a non-blocking socket may complete
+        // with `WouldBlock` instead of waiting in the kernel.
+        tcp.set_nonblocking(false)?;
+        Ok(Self::new(TcpStream::from_std(tcp)))
     }
 
     /// Connects to `addr`.
@@ -99,6 +106,20 @@ impl UringStream {
     /// The socket's.
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
         self.tcp.set_nodelay(nodelay)
+    }
+}
+
+/// A read in flight holds the socket open until it completes, and a read
+/// from a silent peer never does: the read side is shut down, which
+/// completes it (the socket closes once the ring reaps it) and sends the
+/// peer nothing. A write in flight is left to finish, as the kernel
+/// finishes sending what a closed socket had buffered.
+impl Drop for UringStream {
+    fn drop(&mut self) {
+        if self.read.is_some() {
+            // Already shut down or reset by the peer: nothing to wake.
+            let _ = self.tcp.shutdown(Shutdown::Read);
+        }
     }
 }
 

@@ -280,7 +280,15 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
                 Next::Wait => Poll::Pending,
             };
             if settle(polled, &mut self.context)?.is_pending() {
+                // Once closing (our close out, or a failure's linger), a
+                // write the stream has in flight is waited for, within
+                // the deadline: the context would take it for output the
+                // stream refused, and end the linger before our close
+                // and FIN went out.
+                let in_flight =
+                    R::write_in_flight(&self.stream) && self.context.deadline_bounds_every_read();
                 let read_on = matches!(next, Next::Transmit | Next::Flush)
+                    && !in_flight
                     && !self.context.write_would_block(op);
                 let go_on =
                     read_on || (op == Operation::Read && self.timer.poll(&mut self.context, cx));
