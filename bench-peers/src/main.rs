@@ -353,6 +353,7 @@ fn write_once(lib: Lib, texts: &[String], server: bool, buf: &mut Vec<u8>) -> me
         Lib::TokioWebsockets => mem::write_async::<libs::TokioWebsockets>(n, texts, server, buf),
         Lib::SockudoWs => mem::write_async::<libs::SockudoWs>(n, texts, server, buf),
         Lib::Yawc => mem::write_async::<libs::Yawc>(n, texts, server, buf),
+        Lib::UringLockgate => fail(n, "the scale scenario only"),
         Lib::Raw => mem::WriteRun {
             elapsed: mem::write_floor(texts, buf),
             writes: 0,
@@ -372,6 +373,7 @@ fn read_once(lib: Lib, input: &mem::ReadInput, full: bool) -> Duration {
         Lib::TokioWebsockets => mem::read_async::<libs::TokioWebsockets>(n, input, full),
         Lib::SockudoWs => mem::read_async::<libs::SockudoWs>(n, input, full),
         Lib::Yawc => mem::read_async::<libs::Yawc>(n, input, full),
+        Lib::UringLockgate => fail(n, "the scale scenario only"),
         Lib::Raw => mem::read_floor(input),
     }
 }
@@ -387,6 +389,7 @@ fn tcp_once(lib: Lib, job: tcp::Job, d: &tcp::TcpData, l: &TcpListener) -> tcp::
         Lib::TokioWebsockets => tcp::run_async::<libs::TokioWebsockets>(n, job, d, l),
         Lib::SockudoWs => tcp::run_async::<libs::SockudoWs>(n, job, d, l),
         Lib::Yawc => tcp::run_async::<libs::Yawc>(n, job, d, l),
+        Lib::UringLockgate => fail(n, "the scale scenario only"),
         Lib::Raw => tcp::run_raw(job, d, l),
     }
 }

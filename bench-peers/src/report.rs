@@ -10,6 +10,9 @@ pub(crate) enum Lib {
     Lockgate,
     /// tokio-lockgate's `WebSocketStream<S>`.
     TokioLockgate,
+    /// uring-lockgate's `WebSocketStream` (io_uring; the scale scenario
+    /// only).
+    UringLockgate,
     /// tungstenite's blocking `WebSocket<S>`.
     Tungstenite,
     /// tokio-tungstenite.
@@ -59,6 +62,7 @@ impl Lib {
         match self {
             Lib::Lockgate => "lockgate",
             Lib::TokioLockgate => "tokio-lockgate",
+            Lib::UringLockgate => "uring-lockgate",
             Lib::Tungstenite => "tungstenite",
             Lib::TokioTungstenite => "tokio-tungstenite",
             Lib::Fastwebsockets => "fastwebsockets",

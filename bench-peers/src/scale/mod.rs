@@ -44,6 +44,7 @@ mod fanout;
 mod hist;
 mod load;
 mod servers;
+mod uring;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -72,8 +73,9 @@ is its batching form (without `split`'s lock).\n\
 hence its RSS per connection.\n";
 
 /// The libraries compared (async only: these are tokio servers).
-const LIBS: [Lib; 6] = [
+const LIBS: [Lib; 7] = [
     Lib::TokioLockgate,
+    Lib::UringLockgate,
     Lib::TokioTungstenite,
     Lib::Fastwebsockets,
     Lib::TokioWebsockets,
@@ -311,6 +313,8 @@ pub(crate) fn run(shape: &Shape, reps: usize) -> Results {
         .iter()
         .copied()
         .filter(|&(l, f)| l != Lib::TokioLockgate || f == Form::Natural)
+        // uring-lockgate serves the echo rows only.
+        .filter(|&(l, _)| l != Lib::UringLockgate)
         .collect();
     let fan_args = [s.subscribers, s.messages, s.fanout_burst];
     for rep in 0..reps {

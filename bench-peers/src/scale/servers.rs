@@ -50,6 +50,11 @@ const MAX_BATCH: usize = 1024;
 /// Counts a connection as live (wrapped and serving) while it exists.
 pub(super) struct Live(Arc<AtomicUsize>);
 
+/// The upgrade response every server sends.
+pub(super) fn upgrade_response() -> Arc<str> {
+    upgrade::response().into()
+}
+
 impl Live {
     /// Counts one more live connection.
     pub(super) fn new(count: &Arc<AtomicUsize>) -> Self {
@@ -76,6 +81,9 @@ pub(super) fn main(args: &[String]) {
         _ => bad(),
     };
     sys::raise_nofile();
+    if (mode, lib) == ("echo", Lib::UringLockgate) {
+        super::uring::serve_echo(form);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(WORKERS)
         .enable_all()
