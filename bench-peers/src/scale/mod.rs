@@ -64,6 +64,9 @@ buffered, so its batching form goes through its split API (`unstable-split`): a 
 and a writer task over a `BufWriter` that flushes once the channel is empty. Its frames \
 are echoed as fresh unmasked frames: the frame `read_frame` returns keeps the client's \
 masking key, which `write_frame` would send back in the header.\n\
+- uring-lockgate (io_uring) is served by one tokio-uring ring per worker thread, fed \
+by an accept thread; its natural and batching loops are tokio-lockgate's. It serves no \
+fan-out (no hub on io_uring): — in those rows.\n\
 - sockudo-ws flushes queued output itself before its read waits for input, so its \
 batching form batches what one read brought in.\n\
 - tokio-tungstenite's own echo example is `StreamExt::forward` over split halves, which \
