@@ -72,6 +72,15 @@
 //!   `UdpSocket`; TCP writes here are plain io_uring writes.
 //! - No `connect_async`: connect a [`UringStream`] and call
 //!   [`client_async`]; no TLS.
+//! - A write completes only once the ring has run, so a burst of pings
+//!   read at once is answered with the first pong and the newest one
+//!   (RFC 6455 section 5.5.3 allows it): the others found a pong still
+//!   unsent before them.
+//! - A parked connection keeps its read in flight, which owns the lent
+//!   part of its receive buffer: the buffer is not released while idle.
+//! - Dropping a [`UringStream`] with a read in flight shuts its read side
+//!   down, so that the read completes and the socket closes once the ring
+//!   reaps it; a write in flight is left to finish.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
