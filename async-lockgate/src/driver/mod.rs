@@ -9,13 +9,12 @@
 //! names these types with the runtime as a parameter.
 
 mod core;
-
-pub(crate) use core::{Chunks, transmit};
 mod dial;
 mod handshake;
 mod split;
 mod stream;
 
+pub(crate) use core::{Chunks, transmit};
 pub use dial::{connect, open};
 pub use handshake::{accept_with, client_with, exchange, finish_client, until};
 /// The first address a lookup found ([`Connect::lookup`](crate::runtime::Connect::lookup)),
