@@ -118,13 +118,14 @@ pub trait WriteTransport<S>: Runtime {
         })
     }
 
-    /// Whether `stream` has a write in flight (a completion-based
-    /// runtime's, io_uring's): once the connection is closing, a read
-    /// whose output step is pending on it waits for the write to complete,
-    /// within the closing deadline, instead of reading on, since the stream
-    /// took the bytes rather than refused them. `false` by default: a
+    /// Whether `stream` holds output it took but has not yet handed to
+    /// the kernel (a completion-based runtime's, io_uring's, staged
+    /// behind a write in flight): a read whose output step is pending on
+    /// it waits for that step instead of reading on, as a read on a
+    /// socket reads on only once the socket took what was owed, so the
+    /// pong owed for each ping of a burst goes out. `false` by default: a
     /// pending write of a readiness-based stream is one it cannot take
-    /// now.
+    /// now, and the read goes on.
     #[inline]
     fn write_in_flight(stream: &S) -> bool {
         let _ = stream;

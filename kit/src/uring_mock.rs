@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use bytes::buf::Limit;
 use bytes::{Bytes, BytesMut};
 use uring_lockgate::completion::{
-    Completion, CompletionRead, CompletionWrite, copy_into, lent_parts,
+    Completion, CompletionRead, CompletionWrite, InFlight, copy_into, lent_parts,
 };
 
 use crate::AsyncMock;
@@ -47,6 +47,25 @@ impl CompletionWrite for AsyncMock {
     fn owned_copy(&mut self, chunks: &[IoSlice<'_>]) -> Bytes {
         copy_into(&mut BytesMut::new(), chunks)
     }
+
+    /// Nothing is ever in flight, so nothing waits behind it.
+    fn stage(&mut self, _: &[IoSlice<'_>]) -> usize {
+        0
+    }
+
+    fn take_staged(&mut self) -> Option<Bytes> {
+        None
+    }
+
+    fn has_staged(&self) -> bool {
+        false
+    }
+
+    fn in_flight(&self) -> InFlight {
+        InFlight::default()
+    }
+
+    fn set_in_flight(&mut self, _: InFlight) {}
 
     fn poll_write_owned(&mut self, _: &mut Context<'_>, buf: Option<Bytes>) -> Completion<Bytes> {
         let buf = buf.expect("nothing is ever in flight");

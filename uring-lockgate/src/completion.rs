@@ -52,6 +52,26 @@ pub trait CompletionWrite {
     /// the stream reuses from write to write where it has one.
     fn owned_copy(&mut self, chunks: &[IoSlice<'_>]) -> Bytes;
 
+    /// Copies what it can of `chunks` into the bytes waiting for the write
+    /// in flight to end (at most [`STAGE_LIMIT`] of them), like a socket's
+    /// send buffer; returns the count. A stream that never has a write in
+    /// flight keeps nothing and returns 0.
+    fn stage(&mut self, chunks: &[IoSlice<'_>]) -> usize;
+
+    /// The bytes staged, taken for the next write; `None` when there are
+    /// none.
+    fn take_staged(&mut self) -> Option<Bytes>;
+
+    /// Whether bytes are staged.
+    fn has_staged(&self) -> bool;
+
+    /// How the write in flight is accounted for in the connection's
+    /// output (zero with none in flight).
+    fn in_flight(&self) -> InFlight;
+
+    /// Records how the write in flight is accounted for.
+    fn set_in_flight(&mut self, in_flight: InFlight);
+
     /// Polls the write in flight or, with none, starts one of `buf` and
     /// polls it (`buf` is `Some` exactly when no write is in flight).
     /// Done: the count written and the buffer; a short write leaves the
@@ -72,6 +92,37 @@ pub trait CompletionWrite {
     ///
     /// The stream's.
     fn poll_shutdown_owned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+}
+
+/// How much of a write in flight the connection's output still counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InFlight {
+    /// Bytes at the front of the write, already taken off the output
+    /// (staged ones, or the first [`STAGE_LIMIT`] of a larger write).
+    pub ahead: usize,
+    /// The bytes after those: the head of the output, taken off it as the
+    /// kernel takes them.
+    pub counted: usize,
+}
+
+/// The most bytes of a write taken off the output when it starts, and
+/// the most a stream stages behind its write in flight.
+pub const STAGE_LIMIT: usize = 256 * 1024;
+
+/// What [`CompletionWrite::stage`] does for a stream whose staged bytes
+/// are `staged`.
+pub fn stage_into(staged: &mut BytesMut, chunks: &[IoSlice<'_>]) -> usize {
+    let mut copied = 0;
+    for chunk in chunks {
+        let room = STAGE_LIMIT.saturating_sub(staged.len());
+        let take = chunk.len().min(room);
+        staged.put_slice(&chunk[..take]);
+        copied += take;
+        if take < chunk.len() {
+            break;
+        }
+    }
+    copied
 }
 
 /// `chunks` copied into `buf` (emptied first), frozen: the owned buffer of

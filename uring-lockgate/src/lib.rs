@@ -51,7 +51,7 @@
 //! copied: a read fills the spare capacity of the connection's receive
 //! buffer ([`WebSocketContext::input_lend`]) and what it read joins the
 //! buffer in place. Writes copy the output into one owned buffer per
-//! stream, reused from write to write. (monoio and compio bring their own
+//! stream, reused from write to write (see Limits for how much it takes). (monoio and compio bring their own
 //! timers and executors.)
 //!
 //! The read and the write in flight live in the stream ([`UringStream`]),
@@ -72,10 +72,11 @@
 //!   `UdpSocket`; TCP writes here are plain io_uring writes.
 //! - No `connect_async`: connect a [`UringStream`] and call
 //!   [`client_async`]; no TLS.
-//! - A write completes only once the ring has run, so a burst of pings
-//!   read at once is answered with the first pong and the newest one
-//!   (RFC 6455 section 5.5.3 allows it): the others found a pong still
-//!   unsent before them.
+//! - A write completes only once the ring has run, so the stream takes
+//!   output as a socket's send buffer does: up to 256 KiB at once, in a
+//!   write in flight or staged behind one, and a flush waits for no
+//!   completion (a failed write is reported by the next call). A larger
+//!   output stays counted in `buffered_output` until the kernel took it.
 //! - A parked connection keeps its read in flight, which owns the lent
 //!   part of its receive buffer: the buffer is not released while idle.
 //! - Dropping a [`UringStream`] with a read in flight shuts its read side
@@ -89,6 +90,7 @@ mod connect;
 mod runtime;
 mod split;
 mod stream;
+mod writes;
 
 pub use connect::{accept_async, accept_async_with, client_async, client_async_with};
 /// The core crate: `uring_lockgate::lockgate::Message` is

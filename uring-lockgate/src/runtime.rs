@@ -10,15 +10,12 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use async_lockgate::runtime::{ReadTransport, Runtime, WriteTransport};
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{BufMut, BytesMut};
 use lockgate::{Output, WebSocketContext};
 use tokio::time::{Sleep, sleep_until};
 
 use crate::completion::{Completion, CompletionRead, CompletionWrite};
-
-/// The most slices of the output one write copies (what async-lockgate's
-/// vectored write hands a stream).
-const MAX_SLICES: usize = 64;
+use crate::writes;
 
 /// io_uring (through tokio-uring) as the runtime of
 /// [`async_lockgate::driver`]: streams whose reads and writes own their
@@ -106,28 +103,15 @@ fn copy_read(read: &[u8], buf: &mut [u8]) -> io::Result<usize> {
     Ok(read.len())
 }
 
-/// `stream`'s write in flight, or a new one of `bufs` copied, to its
-/// completion: the count written.
-fn poll_write_copy<S: CompletionWrite>(
-    stream: &mut S,
-    cx: &mut Context<'_>,
-    bufs: &[IoSlice<'_>],
-) -> Poll<io::Result<usize>> {
-    let owned = (!stream.write_in_flight()).then(|| stream.owned_copy(bufs));
-    match stream.poll_write_owned(cx, owned) {
-        Completion::Done(written, _) => Poll::Ready(written),
-        Completion::Pending(_) => Poll::Pending,
-    }
-}
-
 impl<S: CompletionWrite + Unpin> WriteTransport<S> for Uring {
-    /// The opening handshake's writes: copied once per connection.
+    /// The opening handshake's writes: everything accepted before goes
+    /// out first, then `buf`, to its completion.
     fn poll_write(
         stream: Pin<&mut S>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        poll_write_copy(stream.get_mut(), cx, &[IoSlice::new(buf)])
+        writes::poll_write_through(stream.get_mut(), cx, &[IoSlice::new(buf)])
     }
 
     fn poll_write_vectored(
@@ -135,57 +119,35 @@ impl<S: CompletionWrite + Unpin> WriteTransport<S> for Uring {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        poll_write_copy(stream.get_mut(), cx, bufs)
+        writes::poll_write_through(stream.get_mut(), cx, bufs)
     }
 
-    /// Hands the kernel an owned copy of the output and keeps it in the
-    /// stream until the write completes: the output is advanced only by
-    /// what was written, so its front is always the write in flight (the
-    /// context only appends behind it). A short write's rest goes out
-    /// before anything else.
     fn poll_transmit(
         stream: Pin<&mut S>,
         cx: &mut Context<'_>,
         output: &mut Output<'_>,
     ) -> Poll<io::Result<()>> {
-        let stream = stream.get_mut();
-        let mut next = (!stream.write_in_flight()).then(|| {
-            let mut slices = [IoSlice::new(&[]); MAX_SLICES];
-            let filled = output.chunks_vectored(&mut slices);
-            stream.owned_copy(&slices[..filled])
-        });
-        loop {
-            match stream.poll_write_owned(cx, next.take()) {
-                Completion::Pending(_) => return Poll::Pending,
-                Completion::Done(Err(error), _) => return Poll::Ready(Err(error)),
-                Completion::Done(Ok(0), _) => {
-                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-                }
-                Completion::Done(Ok(n), mut rest) => {
-                    // A failed connection may have dropped its output
-                    // while the write was in flight.
-                    output.advance(n.min(output.remaining()));
-                    if n >= rest.len() {
-                        return Poll::Ready(Ok(()));
-                    }
-                    rest.advance(n);
-                    next = Some(rest);
-                }
-            }
-        }
+        writes::poll_transmit(stream.get_mut(), cx, output)
     }
 
+    /// Staged bytes wait for the write in flight: the connection reads on
+    /// only once they are the kernel's, as it would once a socket took
+    /// them. (Output whose head is in flight is output the stream cannot
+    /// take yet, as on a full socket: the read goes on.)
     fn write_in_flight(stream: &S) -> bool {
-        stream.write_in_flight()
+        stream.has_staged()
     }
 
-    /// Waits for the write in flight, then flushes the stream.
     fn poll_flush(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        stream.get_mut().poll_flush_owned(cx)
+        let stream = stream.get_mut();
+        std::task::ready!(writes::poll_flush(stream, cx))?;
+        stream.poll_flush_owned(cx)
     }
 
-    /// Waits for the write in flight, then sends the FIN.
+    /// Everything accepted written, then the FIN.
     fn poll_shutdown(stream: Pin<&mut S>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        stream.get_mut().poll_shutdown_owned(cx)
+        let stream = stream.get_mut();
+        std::task::ready!(writes::poll_drain(stream, cx))?;
+        stream.poll_shutdown_owned(cx)
     }
 }

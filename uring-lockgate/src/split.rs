@@ -13,7 +13,7 @@ use bytes::buf::Limit;
 use bytes::{Bytes, BytesMut};
 
 use crate::Uring;
-use crate::completion::{Completion, CompletionRead, CompletionWrite};
+use crate::completion::{Completion, CompletionRead, CompletionWrite, InFlight};
 
 /// The part of a split stream that reads.
 pub struct ReadPart<S>(Rc<RefCell<S>>);
@@ -57,6 +57,26 @@ impl<S: CompletionWrite> CompletionWrite for WritePart<S> {
 
     fn owned_copy(&mut self, chunks: &[IoSlice<'_>]) -> Bytes {
         self.0.borrow_mut().owned_copy(chunks)
+    }
+
+    fn stage(&mut self, chunks: &[IoSlice<'_>]) -> usize {
+        self.0.borrow_mut().stage(chunks)
+    }
+
+    fn take_staged(&mut self) -> Option<Bytes> {
+        self.0.borrow_mut().take_staged()
+    }
+
+    fn has_staged(&self) -> bool {
+        self.0.borrow().has_staged()
+    }
+
+    fn in_flight(&self) -> InFlight {
+        self.0.borrow().in_flight()
+    }
+
+    fn set_in_flight(&mut self, in_flight: InFlight) {
+        self.0.borrow_mut().set_in_flight(in_flight);
     }
 
     fn poll_write_owned(&mut self, cx: &mut Context<'_>, buf: Option<Bytes>) -> Completion<Bytes> {

@@ -16,7 +16,9 @@ use tokio_uring::buf::BoundedBuf;
 use tokio_uring::net::TcpStream;
 use tokio_uring::{InFlightOneshot, WriteData, WriteTransform};
 
-use crate::completion::{Completion, CompletionRead, CompletionWrite, copy_into, lent_parts};
+use crate::completion::{
+    Completion, CompletionRead, CompletionWrite, InFlight, copy_into, lent_parts, stage_into,
+};
 
 /// A read in flight: it owns the lent buffer and a handle on the socket
 /// until the kernel completes it. Boxed: tokio-uring's read is an `async
@@ -51,6 +53,9 @@ pub struct UringStream {
     /// The owned buffer writes copy into: reused once the kernel gave the
     /// previous write's bytes back.
     staging: BytesMut,
+    /// Bytes accepted while a write was in flight, for the next write.
+    staged: BytesMut,
+    in_flight: InFlight,
 }
 
 impl fmt::Debug for UringStream {
@@ -70,6 +75,8 @@ impl UringStream {
             read: None,
             write: WriteState::Idle,
             staging: BytesMut::new(),
+            staged: BytesMut::new(),
+            in_flight: InFlight::default(),
         }
     }
 
@@ -170,6 +177,26 @@ impl CompletionWrite for UringStream {
         copy_into(&mut self.staging, chunks)
     }
 
+    fn stage(&mut self, chunks: &[IoSlice<'_>]) -> usize {
+        stage_into(&mut self.staged, chunks)
+    }
+
+    fn take_staged(&mut self) -> Option<Bytes> {
+        (!self.staged.is_empty()).then(|| self.staged.split().freeze())
+    }
+
+    fn has_staged(&self) -> bool {
+        !self.staged.is_empty()
+    }
+
+    fn in_flight(&self) -> InFlight {
+        self.in_flight
+    }
+
+    fn set_in_flight(&mut self, in_flight: InFlight) {
+        self.in_flight = in_flight;
+    }
+
     fn poll_write_owned(&mut self, cx: &mut Context<'_>, buf: Option<Bytes>) -> Completion<Bytes> {
         if let Some(buf) = buf {
             self.write = WriteState::InFlight(self.tcp.write(buf).submit());
@@ -189,18 +216,19 @@ impl CompletionWrite for UringStream {
         }
     }
 
-    /// A socket buffers nothing of its own: flushed once the write in
-    /// flight completed (its outcome kept for the next write poll).
-    fn poll_flush_owned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    /// A socket buffers nothing of its own: what a write in flight holds
+    /// is the kernel's, as what a socket's send buffer holds is.
+    fn poll_flush_owned(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// The FIN, once the write in flight completed (its outcome kept for
+    /// the next write poll).
+    fn poll_shutdown_owned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if let WriteState::InFlight(op) = &mut self.write {
             let (written, buf) = std::task::ready!(Pin::new(op).poll(cx));
             self.write = WriteState::Done(written, buf);
         }
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown_owned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        std::task::ready!(self.poll_flush_owned(cx))?;
         Poll::Ready(self.tcp.shutdown(Shutdown::Write))
     }
 }

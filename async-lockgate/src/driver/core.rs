@@ -280,13 +280,10 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
                 Next::Wait => Poll::Pending,
             };
             if settle(polled, &mut self.context)?.is_pending() {
-                // Once closing (our close out, or a failure's linger), a
-                // write the stream has in flight is waited for, within
-                // the deadline: the context would take it for output the
-                // stream refused, and end the linger before our close
-                // and FIN went out.
-                let in_flight =
-                    R::write_in_flight(&self.stream) && self.context.deadline_bounds_every_read();
+                // Output the stream took but has not handed to the kernel
+                // (io_uring's, staged behind a write in flight) is waited
+                // for, as a socket's would be taken before reading on.
+                let in_flight = R::write_in_flight(&self.stream);
                 let read_on = matches!(next, Next::Transmit | Next::Flush)
                     && !in_flight
                     && !self.context.write_would_block(op);
