@@ -10,7 +10,7 @@
 //! one SVG file per scenario in DIR (created if missing), named after the
 //! scenario without its counts so that reruns overwrite the same files,
 //! and the report embeds them by a path relative to PATH's directory
-//! (`report/chart.rs`). The scale scenario's table has no charts.
+//! (`report/chart.rs`).
 //!
 //! Scenarios (see BENCHMARKS.md for what each measures and how its output is
 //! verified):
@@ -1018,6 +1018,12 @@ fn main() {
             out.push('\n');
         }
         out.push_str(&scale.section(&args.join(" ")));
+        out.push_str(&chart_section(
+            &plan,
+            &scale.rows(),
+            &scale::LIBS,
+            &mut chart_files,
+        ));
     }
     print!("{out}");
     eprintln!("done in {took:.1} s");

@@ -76,7 +76,7 @@ is its batching form (without `split`'s lock).\n\
 hence its RSS per connection.\n";
 
 /// The libraries compared (async only: these are tokio servers).
-const LIBS: [Lib; 7] = [
+pub(crate) const LIBS: [Lib; 7] = [
     Lib::TokioLockgate,
     Lib::UringLockgate,
     Lib::TokioTungstenite,
@@ -476,7 +476,7 @@ impl Results {
 
     /// The report rows: natural, batching and best-form sections, echo then
     /// fan-out.
-    fn rows(&self) -> Vec<Row> {
+    pub(crate) fn rows(&self) -> Vec<Row> {
         let mut rows = Vec::new();
         let sections: [(&str, &[Metric], Option<Form>); 6] = [
             ("natural", &Metric::ECHO, Some(Form::Natural)),
