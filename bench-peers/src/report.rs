@@ -85,7 +85,7 @@ impl Lib {
             .unwrap_or_else(|| unreachable!("no column for library {name}"))
     }
 
-    fn is_peer(self) -> bool {
+    pub(crate) fn is_peer(self) -> bool {
         matches!(
             self,
             Lib::Tungstenite

@@ -453,8 +453,9 @@ impl Results {
 
     /// The best peer for `m` in its best form, and its median.
     fn best_peer(&self, m: Metric) -> Option<(Lib, Form, f64)> {
+        // lockgate's other drivers (uring-lockgate) are not peers.
         LIBS.into_iter()
-            .filter(|&l| l != Lib::TokioLockgate)
+            .filter(|&l| l.is_peer())
             .filter_map(|l| {
                 let f = self.best_form(m, l)?;
                 Some((l, f, median(self.samples(m, f, l))?))
@@ -615,6 +616,38 @@ impl Results {
             };
             let _ = writeln!(out, "- {what}, target {goal}: {line}");
         }
+        out.push_str(&self.uring_targets());
         out
+    }
+
+    /// The io_uring driver's targets: server CPU per echoed message (each
+    /// library in its best form) at most 0.8× tokio-lockgate's, and below
+    /// every peer's.
+    fn uring_targets(&self) -> String {
+        let m = Metric::Cpu;
+        let best = |lib| {
+            let f = self.best_form(m, lib)?;
+            Some((median(self.samples(m, f, lib))?, f))
+        };
+        let (Some((uring, uf)), Some((tokio, _)), Some((peer, pf, v))) = (
+            best(Lib::UringLockgate),
+            best(Lib::TokioLockgate),
+            self.best_peer(m),
+        ) else {
+            return String::new();
+        };
+        let verdict = |met: bool| if met { "met" } else { "missed" };
+        format!(
+            "\nTargets of uring-lockgate (server CPU per message, best forms):\n\n\
+             - ÷ tokio-lockgate, target ≤ 0.8×: {:.2}× ({uring:.0} ns, {}; tokio-lockgate {tokio:.0} ns): {}\n\
+             - ÷ the best peer, target < 1×: {:.2}× against {} ({}, {v:.0} ns): {}\n",
+            uring / tokio,
+            uf.name(),
+            verdict(uring / tokio <= 0.8),
+            uring / v,
+            peer.name(),
+            pf.name(),
+            verdict(uring < v),
+        )
     }
 }
