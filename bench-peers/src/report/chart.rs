@@ -48,7 +48,7 @@ enum Side {
 impl Side {
     fn of(lib: Lib) -> Side {
         match lib {
-            Lib::Lockgate | Lib::TokioLockgate => Side::Ours,
+            Lib::Lockgate | Lib::TokioLockgate | Lib::UringLockgate => Side::Ours,
             Lib::Raw => Side::Floor,
             _ => Side::Peer,
         }
@@ -297,7 +297,7 @@ fn panel(s: &mut String, row: &Row, cols: &[Lib], y0: f64) {
     let mut sub = format!("{}, {direction}", row.unit);
     if let Some((peer, _)) = row.best_peer() {
         let _ = write!(sub, "; best peer {}", peer.name());
-        for ours in [Lib::Lockgate, Lib::TokioLockgate] {
+        for ours in [Lib::Lockgate, Lib::TokioLockgate, Lib::UringLockgate] {
             if cols.contains(&ours) && row.median(ours).is_some() {
                 let _ = write!(sub, "; {} ÷ best peer {}", ours.name(), row.ratio(ours));
             }
