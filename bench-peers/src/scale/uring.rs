@@ -1,6 +1,7 @@
 //! uring-lockgate's echo server: one tokio-uring ring per worker thread
 //! ([`WORKERS`], as the tokio servers' worker threads), fed by an accept
-//! thread that hands each accepted std socket to the next ring in turn.
+//! thread that hands each accepted std socket to a ring chosen by a hash
+//! of its peer's address.
 //! The echo loops are tokio-lockgate's two forms on uring-lockgate's
 //! `WebSocketStream`: natural (`read`, `write`, `flush` once the input
 //! received so far is used up) and batching (what is ready at once,
@@ -41,14 +42,25 @@ pub(super) fn serve_echo(form: Form) -> ! {
             tx
         })
         .collect();
-    for (i, accepted) in listener.incoming().enumerate() {
+    for accepted in listener.incoming() {
         let s = accepted
             .unwrap_or_else(|e| crate::fail(Lib::UringLockgate.name(), &format!("accept: {e}")));
-        if rings[i % WORKERS].send(s).is_err() {
+        if rings[ring_of(&s)].send(s).is_err() {
             crate::fail(Lib::UringLockgate.name(), "a ring ended");
         }
     }
     unreachable!("incoming() never ends")
+}
+
+/// The ring a connection goes to: a hash of its peer's address, as
+/// `SO_REUSEPORT` spreads connections over listeners. Taking turns would
+/// put every busy connection of the load (every 20th, evenly spread) on
+/// one ring.
+fn ring_of(s: &TcpStream) -> usize {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let peer = s.peer_addr().map(|a| a.port()).unwrap_or_default();
+    let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(peer);
+    (hash % WORKERS as u64) as usize
 }
 
 /// One ring: a task per socket handed to it.
