@@ -381,6 +381,18 @@ impl ContextKnobs {
             .ping_interval(interval)
             .ping_timeout(timeout)
             .rate_limit(self.rate_limit())
+            .deflate(Some(
+                DeflateConfig::default().sleep_after(self.sleep_after()),
+            ))
+    }
+
+    /// A compressor with context takeover sleeps whenever the connection
+    /// is quiet (it keeps its windows and is rebuilt from them by the next
+    /// message) for the inputs that read through `input_spare`, and never
+    /// for the rest: no input sleeps after an interval, whose deadline
+    /// the wait oracle does not model.
+    pub fn sleep_after(&self) -> Option<Duration> {
+        self.use_spare().then_some(Duration::ZERO)
     }
 
     /// Whether reads go through `input_spare`.
