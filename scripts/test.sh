@@ -87,6 +87,9 @@ cargo clippy -p lockgate --lib --features tracing -- -D warnings
 cargo clippy -p tokio-lockgate --all-targets --features metrics,tracing,axum -- -D warnings
 cargo clippy -p bench-peers --all-targets -- -D warnings
 cargo clippy -p bench-peers --all-targets --features metrics -- -D warnings
+# The scale floors hold bench-peers' only unsafe code (the io_uring floor's
+# provided buffers); their tests run it over loopback.
+cargo test -p bench-peers --bin bench-peers floor
 cargo clippy -p lockgate-interop --all-targets -- -D warnings
 cargo clippy -p lockgate-fanout -p lockgate-loadgen --all-targets -- -D warnings
 cargo clippy -p lockgate-kit --all-targets -- -D warnings

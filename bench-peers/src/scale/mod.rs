@@ -41,6 +41,7 @@
 
 mod control;
 mod fanout;
+mod floor;
 mod hist;
 mod load;
 mod servers;

@@ -56,7 +56,7 @@ pub(super) fn serve_echo(form: Form) -> ! {
 /// `SO_REUSEPORT` spreads connections over listeners. Taking turns would
 /// put every busy connection of the load (every 20th, evenly spread) on
 /// one ring.
-fn ring_of(s: &TcpStream) -> usize {
+pub(super) fn ring_of(s: &TcpStream) -> usize {
     use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
     let peer = s.peer_addr().map(|a| a.port()).unwrap_or_default();
     let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(peer);
