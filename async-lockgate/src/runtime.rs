@@ -127,7 +127,7 @@ pub trait WriteTransport<S>: Runtime {
     /// pending write of a readiness-based stream is one it cannot take
     /// now, and the read goes on.
     #[inline]
-    fn write_in_flight(stream: &S) -> bool {
+    fn holds_unsent_output(stream: &S) -> bool {
         let _ = stream;
         false
     }

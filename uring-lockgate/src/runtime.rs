@@ -134,7 +134,7 @@ impl<S: CompletionWrite + Unpin> WriteTransport<S> for Uring {
     /// only once they are the kernel's, as it would once a socket took
     /// them. (Output whose head is in flight is output the stream cannot
     /// take yet, as on a full socket: the read goes on.)
-    fn write_in_flight(stream: &S) -> bool {
+    fn holds_unsent_output(stream: &S) -> bool {
         stream.has_staged()
     }
 

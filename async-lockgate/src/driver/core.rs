@@ -283,9 +283,9 @@ impl<S: Unpin, R: Transport<S>> Core<S, R> {
                 // Output the stream took but has not handed to the kernel
                 // (io_uring's, staged behind a write in flight) is waited
                 // for, as a socket's would be taken before reading on.
-                let in_flight = R::write_in_flight(&self.stream);
+                let unsent = R::holds_unsent_output(&self.stream);
                 let read_on = matches!(next, Next::Transmit | Next::Flush)
-                    && !in_flight
+                    && !unsent
                     && !self.context.write_would_block(op);
                 let go_on =
                     read_on || (op == Operation::Read && self.timer.poll(&mut self.context, cx));
