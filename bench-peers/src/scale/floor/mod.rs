@@ -7,7 +7,16 @@
 //! - `floor-uring` ([`uring`]): io_uring set up for a server that does
 //!   nothing else: one multishot receive per connection into a ring of
 //!   provided buffers, `DEFER_TASKRUN` with a single issuer, and every
-//!   send of a pass over the completions submitted together.
+//!   send of a pass over the completions submitted together; the thread
+//!   waits in `io_uring_enter`, as a runtime whose event loop is the ring
+//!   would.
+//! - `floor-uring-epoll`: the same ring, but the thread waits in
+//!   `epoll_wait` on an eventfd the ring signals, as a ring driven from
+//!   inside a readiness runtime (tokio's) must.
+//! - `floor-uring-nodefer`: the same as `floor-uring` without
+//!   `DEFER_TASKRUN`, as tokio-uring sets its ring up: the kernel runs each
+//!   completion's work when it interrupts the thread, not when the thread
+//!   asks.
 //!
 //! Both run [`WORKERS`] threads, one event loop each, fed by an accept
 //! thread that hashes the peer address as the uring-lockgate server does,
@@ -37,6 +46,10 @@ pub(super) enum Floor {
     Epoll,
     /// The bare io_uring loop.
     Uring,
+    /// The same ring, waited for with epoll.
+    UringEpoll,
+    /// The same ring without `DEFER_TASKRUN`.
+    UringNoDefer,
 }
 
 impl Floor {
@@ -45,6 +58,8 @@ impl Floor {
         match name {
             "floor-epoll" => Some(Self::Epoll),
             "floor-uring" => Some(Self::Uring),
+            "floor-uring-epoll" => Some(Self::UringEpoll),
+            "floor-uring-nodefer" => Some(Self::UringNoDefer),
             _ => None,
         }
     }
@@ -62,7 +77,9 @@ pub(super) fn serve_echo(floor: Floor) -> ! {
     let loops: Vec<Box<dyn Fn(TcpStream)>> = (0..WORKERS)
         .map(|_| match floor {
             Floor::Epoll => epoll::spawn(Arc::clone(&live)),
-            Floor::Uring => uring::spawn(Arc::clone(&live)),
+            Floor::Uring => uring::spawn(uring::Setup::FLOOR, Arc::clone(&live)),
+            Floor::UringEpoll => uring::spawn(uring::Setup::EPOLL, Arc::clone(&live)),
+            Floor::UringNoDefer => uring::spawn(uring::Setup::NO_DEFER, Arc::clone(&live)),
         })
         .collect();
     for accepted in listener.incoming() {
@@ -209,11 +226,21 @@ mod tests {
     fn each_floor_echoes_over_loopback_and_ends_on_close() {
         use std::io::{Read, Write};
         use std::time::Duration;
-        for floor in [Floor::Epoll, Floor::Uring] {
+        let setups = [
+            (Floor::Uring, uring::Setup::FLOOR),
+            (Floor::UringEpoll, uring::Setup::EPOLL),
+            (Floor::UringNoDefer, uring::Setup::NO_DEFER),
+        ];
+        for floor in [
+            Floor::Epoll,
+            Floor::Uring,
+            Floor::UringEpoll,
+            Floor::UringNoDefer,
+        ] {
             let live = Arc::new(AtomicUsize::new(0));
-            let hand = match floor {
-                Floor::Epoll => epoll::spawn(Arc::clone(&live)),
-                Floor::Uring => uring::spawn(Arc::clone(&live)),
+            let hand = match setups.iter().find(|(f, _)| *f == floor) {
+                None => epoll::spawn(Arc::clone(&live)),
+                Some((_, setup)) => uring::spawn(*setup, Arc::clone(&live)),
             };
             let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
             let mut client =

@@ -1,6 +1,7 @@
-//! The io_uring floor: one ring per thread, one multishot receive per
-//! connection into a ring of provided buffers, `DEFER_TASKRUN`, and each
-//! pass's sends submitted together with its wait.
+//! The io_uring floors: one ring per thread, one multishot receive per
+//! connection into a ring of provided buffers, and each pass's sends
+//! submitted together with its wait; how the ring is set up and waited
+//! for is the [`Setup`].
 //!
 //! The only `unsafe` in bench-peers: the provided-buffer ring is memory
 //! the kernel reads (the entries) and writes (the buffers) while this
@@ -10,7 +11,7 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::io;
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 
@@ -28,16 +29,54 @@ const GROUP: u16 = 0;
 const RECV: u64 = 1 << 32;
 /// A send's.
 const SEND: u64 = 2 << 32;
+/// `IORING_ENTER_GETEVENTS` (io-uring keeps its `sys` module private):
+/// run deferred completion work and post what it completes.
+const ENTER_GETEVENTS: u32 = 1;
 /// How long the loop waits for completions before it looks for arrived
 /// sockets.
 const ARRIVAL_CHECK_NS: u32 = 1_000_000;
 
+/// How a floor's ring is set up and waited for.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Setup {
+    /// `DEFER_TASKRUN` (with `SINGLE_ISSUER`): completion work runs when
+    /// the thread enters the ring to wait, in one batch.
+    defer: bool,
+    /// The thread waits in `epoll_wait` for an eventfd the ring signals,
+    /// then reaps without waiting; otherwise it waits in `io_uring_enter`.
+    epoll: bool,
+}
+
+impl Setup {
+    /// The floor: deferred work, waiting in the ring.
+    pub(super) const FLOOR: Self = Self {
+        defer: true,
+        epoll: false,
+    };
+    /// Deferred work, waiting in epoll.
+    pub(super) const EPOLL: Self = Self {
+        defer: true,
+        epoll: true,
+    };
+    /// Work run on interrupt, waiting in the ring.
+    pub(super) const NO_DEFER: Self = Self {
+        defer: false,
+        epoll: false,
+    };
+}
+
 /// Starts a ring on its own thread; the function returned hands it a
 /// socket.
-pub(super) fn spawn(live: Arc<AtomicUsize>) -> Box<dyn Fn(TcpStream)> {
+pub(super) fn spawn(setup: Setup, live: Arc<AtomicUsize>) -> Box<dyn Fn(TcpStream)> {
     let (tx, rx) = mpsc::channel::<TcpStream>();
     std::thread::spawn(move || {
-        let mut ring = Ring::new().unwrap_or_else(|e| crate::fail("floor-uring", &e.to_string()));
+        let fail = |e: io::Error| crate::fail("floor-uring", &e.to_string());
+        let mut ring = Ring::new(setup.defer).unwrap_or_else(&fail);
+        if setup.epoll
+            && let Err(e) = ring.run_in_epoll(&rx, &live)
+        {
+            fail(e);
+        }
         ring.run(&rx, &live);
     });
     Box::new(move |s| tx.send(s).expect("a ring ended"))
@@ -71,12 +110,12 @@ struct Ring {
 }
 
 impl Ring {
-    fn new() -> io::Result<Self> {
-        let uring = IoUring::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .setup_cqsize(32 * 1024)
-            .build(4096)?;
+    fn new(defer: bool) -> io::Result<Self> {
+        let mut builder = IoUring::builder();
+        if defer {
+            builder.setup_single_issuer().setup_defer_taskrun();
+        }
+        let uring = builder.setup_cqsize(32 * 1024).build(4096)?;
         let buffers = Provided::new(&uring)?;
         Ok(Self {
             uring,
@@ -103,12 +142,69 @@ impl Ring {
                     ) => {}
                 Err(e) => crate::fail("floor-uring", &format!("io_uring_enter: {e}")),
             }
-            let completions: Vec<cqueue::Entry> = self.uring.completion().collect();
-            for cqe in completions {
-                self.complete(&cqe, live);
+            self.reap(live);
+        }
+    }
+
+    /// Handles every completion posted, then starts the sends they made
+    /// ready; `false` if there were none.
+    fn reap(&mut self, live: &Arc<AtomicUsize>) -> bool {
+        let completions: Vec<cqueue::Entry> = self.uring.completion().collect();
+        for cqe in &completions {
+            self.complete(cqe, live);
+        }
+        self.buffers.publish();
+        self.send_ready();
+        !completions.is_empty()
+    }
+
+    /// The loop of [`Setup::EPOLL`]: the ring signals an eventfd, and the
+    /// thread enters the ring only to submit and run deferred work
+    /// (`GETEVENTS` without a minimum), never to wait.
+    fn run_in_epoll(
+        &mut self,
+        arrivals: &mpsc::Receiver<TcpStream>,
+        live: &Arc<AtomicUsize>,
+    ) -> io::Result<()> {
+        // SAFETY: no pointer arguments; the descriptor is owned at once.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a new descriptor nothing else owns.
+        let mut signal = std::fs::File::from(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) });
+        self.uring.submitter().register_eventfd(raw)?;
+        let mut poll = mio::Poll::new()?;
+        poll.registry().register(
+            &mut mio::unix::SourceFd(&raw),
+            mio::Token(0),
+            mio::Interest::READABLE,
+        )?;
+        let mut events = mio::Events::with_capacity(8);
+        let wait = std::time::Duration::from_nanos(u64::from(ARRIVAL_CHECK_NS));
+        loop {
+            while let Ok(tcp) = arrivals.try_recv() {
+                self.add(tcp);
             }
-            self.buffers.publish();
-            self.send_ready();
+            let queued = u32::try_from(self.uring.submission().len()).unwrap_or(u32::MAX);
+            // SAFETY: no argument pointer; the entries queued name live
+            // memory (see `push`).
+            let entered = unsafe {
+                self.uring
+                    .submitter()
+                    .enter::<libc::sigset_t>(queued, 0, ENTER_GETEVENTS, None)
+            };
+            match entered {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
+                Err(e) => return Err(e),
+            }
+            if !self.reap(live) && self.uring.submission().is_empty() {
+                poll.poll(&mut events, Some(wait))?;
+                // Drained so that the next signal is an edge; the count
+                // does not matter.
+                let _ = std::io::Read::read(&mut signal, &mut [0; 8]);
+            }
         }
     }
 
