@@ -45,6 +45,7 @@ mod floor;
 mod hist;
 mod load;
 mod servers;
+mod threads;
 mod uring;
 
 use std::collections::BTreeMap;

@@ -1,23 +1,20 @@
-//! uring-lockgate's echo server: one tokio-uring ring per worker thread
-//! ([`WORKERS`], as the tokio servers' worker threads), fed by an accept
-//! thread that hands each accepted std socket to a ring chosen by a hash
-//! of its peer's address.
+//! uring-lockgate's echo server: one tokio-uring ring per thread
+//! ([`threads`] starts them and hands each its sockets).
 //! The echo loops are tokio-lockgate's two forms on uring-lockgate's
 //! `WebSocketStream`: natural (`read`, `write`, `flush` once the input
 //! received so far is used up) and batching (what is ready at once,
 //! queued, then one flush).
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use futures_util::FutureExt;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use uring_lockgate::{Config, Role, UringStream, WebSocketContext, WebSocketStream};
 
-use super::Form;
-use super::control;
-use super::servers::{Live, WORKERS, upgrade_response};
+use super::servers::{Live, upgrade_response};
+use super::{Form, threads};
 use crate::report::Lib;
 use crate::upgrade;
 
@@ -28,39 +25,15 @@ const MAX_BATCH: usize = 1024;
 /// Serves the echo scenario until stdin closes (the control thread ends
 /// the process).
 pub(super) fn serve_echo(form: Form) -> ! {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let port = listener.local_addr().expect("listener address").port();
-    println!("PORT {port}");
-    let live = Arc::new(AtomicUsize::new(0));
-    let count = Arc::clone(&live);
-    std::thread::spawn(move || control::answer(count, None));
-    let rings: Vec<UnboundedSender<TcpStream>> = (0..WORKERS)
-        .map(|_| {
-            let (tx, rx) = unbounded_channel();
-            let live = Arc::clone(&live);
-            std::thread::spawn(move || tokio_uring::start(ring(rx, form, live)));
-            tx
+    threads::serve(Lib::UringLockgate.name(), |live| {
+        let (tx, rx) = unbounded_channel();
+        std::thread::spawn(move || tokio_uring::start(ring(rx, form, live)));
+        Box::new(move |s: TcpStream| {
+            if tx.send(s).is_err() {
+                crate::fail(Lib::UringLockgate.name(), "a ring ended");
+            }
         })
-        .collect();
-    for accepted in listener.incoming() {
-        let s = accepted
-            .unwrap_or_else(|e| crate::fail(Lib::UringLockgate.name(), &format!("accept: {e}")));
-        if rings[ring_of(&s)].send(s).is_err() {
-            crate::fail(Lib::UringLockgate.name(), "a ring ended");
-        }
-    }
-    unreachable!("incoming() never ends")
-}
-
-/// The ring a connection goes to: a hash of its peer's address, as
-/// `SO_REUSEPORT` spreads connections over listeners. Taking turns would
-/// put every busy connection of the load (every 20th, evenly spread) on
-/// one ring.
-pub(super) fn ring_of(s: &TcpStream) -> usize {
-    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    let peer = s.peer_addr().map(|a| a.port()).unwrap_or_default();
-    let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(peer);
-    (hash % WORKERS as u64) as usize
+    })
 }
 
 /// One ring: a task per socket handed to it.

@@ -8,7 +8,7 @@ use std::sync::{Arc, mpsc};
 use mio::net::TcpStream as MioStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::Echo;
+use super::{Echo, Hand};
 
 /// The token of the waker that says a socket arrived.
 const ARRIVALS: Token = Token(usize::MAX);
@@ -24,12 +24,13 @@ struct Conn {
 
 /// Starts a loop on its own thread; the function returned hands it a
 /// socket.
-pub(super) fn spawn(live: Arc<AtomicUsize>) -> Box<dyn Fn(TcpStream)> {
+pub(super) fn spawn(live: Arc<AtomicUsize>) -> Hand {
     let poll = Poll::new().expect("epoll");
     let waker = Arc::new(Waker::new(poll.registry(), ARRIVALS).expect("waker"));
     let (tx, rx) = mpsc::channel::<TcpStream>();
     std::thread::spawn(move || run(poll, &rx, &live));
     Box::new(move |s| {
+        s.set_nodelay(true).expect("TCP_NODELAY");
         tx.send(s).expect("an epoll loop ended");
         waker.wake().expect("wake");
     })

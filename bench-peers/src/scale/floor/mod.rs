@@ -18,9 +18,8 @@
 //!   completion's work when it interrupts the thread, not when the thread
 //!   asks.
 //!
-//! Both run [`WORKERS`] threads, one event loop each, fed by an accept
-//! thread that hashes the peer address as the uring-lockgate server does,
-//! and both answer frames with the same hand-written code ([`Echo`]):
+//! They run one event loop per thread, as the uring-lockgate server does
+//! ([`threads`]), and answer frames with the same hand-written code ([`Echo`]):
 //! the handshake's fixed response, then each masked frame unmasked into
 //! a server frame. They serve only the scale load's traffic (frames
 //! under 64 KiB; a close frame or anything larger ends the connection).
@@ -32,12 +31,11 @@
 mod epoll;
 mod uring;
 
-use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use super::control;
-use super::servers::{Live, WORKERS, upgrade_response};
+use super::servers::{Live, upgrade_response};
+use super::threads::{self, Hand};
 
 /// Which floor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,26 +66,12 @@ impl Floor {
 /// Serves the echo scenario until stdin closes (the control thread ends
 /// the process).
 pub(super) fn serve_echo(floor: Floor) -> ! {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let port = listener.local_addr().expect("listener address").port();
-    println!("PORT {port}");
-    let live = Arc::new(AtomicUsize::new(0));
-    let count = Arc::clone(&live);
-    std::thread::spawn(move || control::answer(count, None));
-    let loops: Vec<Box<dyn Fn(TcpStream)>> = (0..WORKERS)
-        .map(|_| match floor {
-            Floor::Epoll => epoll::spawn(Arc::clone(&live)),
-            Floor::Uring => uring::spawn(uring::Setup::FLOOR, Arc::clone(&live)),
-            Floor::UringEpoll => uring::spawn(uring::Setup::EPOLL, Arc::clone(&live)),
-            Floor::UringNoDefer => uring::spawn(uring::Setup::NO_DEFER, Arc::clone(&live)),
-        })
-        .collect();
-    for accepted in listener.incoming() {
-        let s = accepted.unwrap_or_else(|e| crate::fail("floor", &format!("accept: {e}")));
-        s.set_nodelay(true).expect("TCP_NODELAY");
-        loops[super::uring::ring_of(&s)](s);
-    }
-    unreachable!("incoming() never ends")
+    threads::serve("floor", |live| match floor {
+        Floor::Epoll => epoll::spawn(live),
+        Floor::Uring => uring::spawn(uring::Setup::FLOOR, live),
+        Floor::UringEpoll => uring::spawn(uring::Setup::EPOLL, live),
+        Floor::UringNoDefer => uring::spawn(uring::Setup::NO_DEFER, live),
+    })
 }
 
 /// One connection's protocol state: the bytes of an incomplete frame (or
@@ -162,6 +146,8 @@ fn echo_frames(input: &[u8], out: &mut Vec<u8>) -> (usize, bool) {
 
 #[cfg(test)]
 mod tests {
+    use std::net::{TcpListener, TcpStream};
+
     use super::*;
 
     /// A client frame: FIN + `opcode`, masked with `key`.

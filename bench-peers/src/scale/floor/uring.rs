@@ -17,7 +17,7 @@ use std::sync::{Arc, mpsc};
 
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
 
-use super::Echo;
+use super::{Echo, Hand};
 
 /// Provided buffers per ring (a power of two, as the kernel requires).
 const BUFFERS: u16 = 4096;
@@ -67,7 +67,7 @@ impl Setup {
 
 /// Starts a ring on its own thread; the function returned hands it a
 /// socket.
-pub(super) fn spawn(setup: Setup, live: Arc<AtomicUsize>) -> Box<dyn Fn(TcpStream)> {
+pub(super) fn spawn(setup: Setup, live: Arc<AtomicUsize>) -> Hand {
     let (tx, rx) = mpsc::channel::<TcpStream>();
     std::thread::spawn(move || {
         let fail = |e: io::Error| crate::fail("floor-uring", &e.to_string());
@@ -79,7 +79,10 @@ pub(super) fn spawn(setup: Setup, live: Arc<AtomicUsize>) -> Box<dyn Fn(TcpStrea
         }
         ring.run(&rx, &live);
     });
-    Box::new(move |s| tx.send(s).expect("a ring ended"))
+    Box::new(move |s| {
+        s.set_nodelay(true).expect("TCP_NODELAY");
+        tx.send(s).expect("a ring ended");
+    })
 }
 
 /// One connection.
