@@ -453,14 +453,20 @@ impl Results {
         }
     }
 
+    /// `lib`'s best form for `m`, and its median there.
+    fn best(&self, m: Metric, lib: Lib) -> Option<(Form, f64)> {
+        let f = self.best_form(m, lib)?;
+        Some((f, median(self.samples(m, f, lib))?))
+    }
+
     /// The best peer for `m` in its best form, and its median.
     fn best_peer(&self, m: Metric) -> Option<(Lib, Form, f64)> {
         // lockgate's other drivers (uring-lockgate) are not peers.
         LIBS.into_iter()
             .filter(|&l| l.is_peer())
             .filter_map(|l| {
-                let f = self.best_form(m, l)?;
-                Some((l, f, median(self.samples(m, f, l))?))
+                let (f, v) = self.best(m, l)?;
+                Some((l, f, v))
             })
             .reduce(|a, b| match m.better() {
                 Better::Lower if b.2 < a.2 => b,
@@ -471,8 +477,7 @@ impl Results {
 
     /// tokio-lockgate's median for `m` in its best form ÷ the best peer's.
     fn ratio(&self, m: Metric) -> Option<(f64, Lib, Form)> {
-        let f = self.best_form(m, Lib::TokioLockgate)?;
-        let lg = median(self.samples(m, f, Lib::TokioLockgate))?;
+        let (_, lg) = self.best(m, Lib::TokioLockgate)?;
         let (peer, pf, v) = self.best_peer(m)?;
         Some((lg / v, peer, pf))
     }
@@ -627,13 +632,9 @@ impl Results {
     /// every peer's.
     fn uring_targets(&self) -> String {
         let m = Metric::Cpu;
-        let best = |lib| {
-            let f = self.best_form(m, lib)?;
-            Some((median(self.samples(m, f, lib))?, f))
-        };
-        let (Some((uring, uf)), Some((tokio, _)), Some((peer, pf, v))) = (
-            best(Lib::UringLockgate),
-            best(Lib::TokioLockgate),
+        let (Some((uf, uring)), Some((_, tokio)), Some((peer, pf, v))) = (
+            self.best(m, Lib::UringLockgate),
+            self.best(m, Lib::TokioLockgate),
             self.best_peer(m),
         ) else {
             return String::new();
