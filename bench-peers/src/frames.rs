@@ -9,9 +9,21 @@ pub(crate) const OP_BINARY: u8 = 2;
 
 /// Appends one final frame to `out`, masked with `mask` if given.
 pub(crate) fn encode(out: &mut Vec<u8>, opcode: u8, payload: &[u8], mask: Option<[u8; 4]>) {
-    out.push(0x80 | opcode);
-    let mbit = if mask.is_some() { 0x80 } else { 0 };
-    let len = payload.len();
+    put_header(out, 0x80 | opcode, payload.len(), mask.is_some());
+    match mask {
+        Some(k) => {
+            out.extend_from_slice(&k);
+            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ k[i & 3]));
+        }
+        None => out.extend_from_slice(payload),
+    }
+}
+
+/// Appends a frame header to `out` up to its masking key: `first` (FIN,
+/// RSV and opcode), the mask bit and the length of a `len`-byte payload.
+pub(crate) fn put_header(out: &mut Vec<u8>, first: u8, len: usize, masked: bool) {
+    out.push(first);
+    let mbit = if masked { 0x80 } else { 0 };
     if len < 126 {
         out.push(mbit | len as u8);
     } else if len <= 0xffff {
@@ -20,13 +32,6 @@ pub(crate) fn encode(out: &mut Vec<u8>, opcode: u8, payload: &[u8], mask: Option
     } else {
         out.push(mbit | 127);
         out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    match mask {
-        Some(k) => {
-            out.extend_from_slice(&k);
-            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ k[i & 3]));
-        }
-        None => out.extend_from_slice(payload),
     }
 }
 

@@ -34,7 +34,9 @@ pub(crate) fn response() -> String {
     )
 }
 
-fn head_end(buf: &[u8]) -> Option<usize> {
+/// Where the HTTP head in `buf` ends (just past its blank line), once
+/// `buf` holds all of it.
+pub(crate) fn head_end(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
 }
 

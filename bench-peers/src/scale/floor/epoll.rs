@@ -2,13 +2,12 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, mpsc};
 
 use mio::net::TcpStream as MioStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::{Echo, Hand};
+use super::{Echo, Hand, Shared};
 
 /// The token of the waker that says a socket arrived.
 const ARRIVALS: Token = Token(usize::MAX);
@@ -24,11 +23,11 @@ struct Conn {
 
 /// Starts a loop on its own thread; the function returned hands it a
 /// socket.
-pub(super) fn spawn(live: Arc<AtomicUsize>) -> Hand {
+pub(super) fn spawn(shared: Shared) -> Hand {
     let poll = Poll::new().expect("epoll");
     let waker = Arc::new(Waker::new(poll.registry(), ARRIVALS).expect("waker"));
     let (tx, rx) = mpsc::channel::<TcpStream>();
-    std::thread::spawn(move || run(poll, &rx, &live));
+    std::thread::spawn(move || run(poll, &rx, &shared));
     Box::new(move |s| {
         s.set_nodelay(true).expect("TCP_NODELAY");
         tx.send(s).expect("an epoll loop ended");
@@ -36,7 +35,7 @@ pub(super) fn spawn(live: Arc<AtomicUsize>) -> Hand {
     })
 }
 
-fn run(mut poll: Poll, arrivals: &mpsc::Receiver<TcpStream>, live: &Arc<AtomicUsize>) {
+fn run(mut poll: Poll, arrivals: &mpsc::Receiver<TcpStream>, shared: &Shared) {
     let mut conns: Vec<Option<Conn>> = Vec::new();
     let mut free = Vec::new();
     let mut events = Events::with_capacity(1024);
@@ -72,7 +71,7 @@ fn run(mut poll: Poll, arrivals: &mpsc::Receiver<TcpStream>, live: &Arc<AtomicUs
             let Some(conn) = conns[slot].as_mut() else {
                 continue;
             };
-            let open = (!event.is_readable() || conn.read(&mut chunk, live)) && conn.write();
+            let open = (!event.is_readable() || conn.read(&mut chunk, shared)) && conn.write();
             if !open {
                 let mut conn = conns[slot].take().expect("connection");
                 let _ = poll.registry().deregister(&mut conn.tcp);
@@ -85,12 +84,12 @@ fn run(mut poll: Poll, arrivals: &mpsc::Receiver<TcpStream>, live: &Arc<AtomicUs
 impl Conn {
     /// Reads until the socket would block, answering as it goes; `false`
     /// once the connection is to end.
-    fn read(&mut self, chunk: &mut [u8], live: &Arc<AtomicUsize>) -> bool {
+    fn read(&mut self, chunk: &mut [u8], shared: &Shared) -> bool {
         loop {
             match self.tcp.read(chunk) {
                 Ok(0) => return false,
                 Ok(n) => {
-                    if !self.echo.feed(&chunk[..n], &mut self.out, live) {
+                    if !self.echo.feed(&chunk[..n], &mut self.out, shared) {
                         return false;
                     }
                 }

@@ -36,6 +36,7 @@ use std::sync::atomic::AtomicUsize;
 
 use super::servers::{Live, upgrade_response};
 use super::threads::{self, Hand};
+use crate::{frames, upgrade};
 
 /// Which floor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,17 +62,34 @@ impl Floor {
             _ => None,
         }
     }
+
+    /// Starts one loop of this floor on its own thread; the function
+    /// returned hands it a socket.
+    fn spawn(self, live: Arc<AtomicUsize>) -> Hand {
+        let shared = Shared {
+            live,
+            response: upgrade_response(),
+        };
+        match self {
+            Floor::Epoll => epoll::spawn(shared),
+            Floor::Uring => uring::spawn(uring::Setup::FLOOR, shared),
+            Floor::UringEpoll => uring::spawn(uring::Setup::EPOLL, shared),
+            Floor::UringNoDefer => uring::spawn(uring::Setup::NO_DEFER, shared),
+        }
+    }
 }
 
 /// Serves the echo scenario until stdin closes (the control thread ends
 /// the process).
 pub(super) fn serve_echo(floor: Floor) -> ! {
-    threads::serve("floor", |live| match floor {
-        Floor::Epoll => epoll::spawn(live),
-        Floor::Uring => uring::spawn(uring::Setup::FLOOR, live),
-        Floor::UringEpoll => uring::spawn(uring::Setup::EPOLL, live),
-        Floor::UringNoDefer => uring::spawn(uring::Setup::NO_DEFER, live),
-    })
+    threads::serve("floor", |live| floor.spawn(live))
+}
+
+/// What the connections of one loop share: the count of live ones, and
+/// the handshake's response (made once, not per connection).
+pub(super) struct Shared {
+    live: Arc<AtomicUsize>,
+    response: Arc<str>,
 }
 
 /// One connection's protocol state: the bytes of an incomplete frame (or
@@ -86,20 +104,15 @@ impl Echo {
     /// Takes `input`, appending the replies to `out`; `false` once the
     /// connection is to end (a close frame, or a frame this floor does not
     /// serve).
-    pub(super) fn feed(
-        &mut self,
-        input: &[u8],
-        out: &mut Vec<u8>,
-        live: &Arc<AtomicUsize>,
-    ) -> bool {
+    pub(super) fn feed(&mut self, input: &[u8], out: &mut Vec<u8>, shared: &Shared) -> bool {
         self.pending.extend_from_slice(input);
         if self.live.is_none() {
-            let Some(end) = self.pending.windows(4).position(|w| w == b"\r\n\r\n") else {
+            let Some(end) = upgrade::head_end(&self.pending) else {
                 return self.pending.len() < 8192;
             };
-            self.pending.drain(..end + 4);
-            out.extend_from_slice(upgrade_response().as_bytes());
-            self.live = Some(Live::new(live));
+            self.pending.drain(..end);
+            out.extend_from_slice(shared.response.as_bytes());
+            self.live = Some(Live::new(&shared.live));
         }
         let (used, open) = echo_frames(&self.pending, out);
         self.pending.drain(..used);
@@ -130,14 +143,7 @@ fn echo_frames(input: &[u8], out: &mut Vec<u8>) -> (usize, bool) {
             return (at, false);
         }
         let (key, payload) = frame.split_at(4);
-        out.push(*first);
-        match u8::try_from(len) {
-            Ok(short) if short < 126 => out.push(short),
-            _ => {
-                out.push(126);
-                out.extend_from_slice(&(len as u16).to_be_bytes());
-            }
-        }
+        frames::put_header(out, *first, len, false);
         out.extend(payload.iter().zip(key.iter().cycle()).map(|(b, k)| b ^ k));
         at += 2 + ext + 4 + len;
     }
@@ -148,20 +154,24 @@ fn echo_frames(input: &[u8], out: &mut Vec<u8>) -> (usize, bool) {
 mod tests {
     use std::net::{TcpListener, TcpStream};
 
+    use std::sync::atomic::Ordering;
+
     use super::*;
+    use crate::frames::{OP_BINARY, encode};
 
     /// A client frame: FIN + `opcode`, masked with `key`.
     fn masked(opcode: u8, payload: &[u8], key: [u8; 4]) -> Vec<u8> {
-        let mut f = vec![0x80 | opcode];
-        if payload.len() < 126 {
-            f.push(0x80 | payload.len() as u8);
-        } else {
-            f.push(0x80 | 126);
-            f.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-        }
-        f.extend_from_slice(&key);
-        f.extend(payload.iter().zip(key.iter().cycle()).map(|(b, k)| b ^ k));
+        let mut f = Vec::new();
+        encode(&mut f, opcode, payload, Some(key));
         f
+    }
+
+    /// One loop's shared state, with no connection live.
+    fn shared() -> Shared {
+        Shared {
+            live: Arc::new(AtomicUsize::new(0)),
+            response: upgrade_response(),
+        }
     }
 
     #[test]
@@ -170,39 +180,32 @@ mod tests {
         let mut input = Vec::new();
         let mut want = Vec::new();
         for p in payloads {
-            input.extend(masked(0x2, p, [1, 2, 3, 4]));
-            want.push(0x82);
-            if p.len() < 126 {
-                want.push(p.len() as u8);
-            } else {
-                want.push(126);
-                want.extend_from_slice(&(p.len() as u16).to_be_bytes());
-            }
-            want.extend_from_slice(p);
+            input.extend(masked(OP_BINARY, p, [1, 2, 3, 4]));
+            encode(&mut want, OP_BINARY, p, None);
         }
+        let shared = shared();
         for split in 0..=input.len() {
             let mut echo = Echo {
-                live: Some(Live::new(&Arc::new(AtomicUsize::new(0)))),
+                live: Some(Live::new(&shared.live)),
                 ..Echo::default()
             };
-            let live = Arc::new(AtomicUsize::new(0));
             let mut out = Vec::new();
-            assert!(echo.feed(&input[..split], &mut out, &live));
-            assert!(echo.feed(&input[split..], &mut out, &live));
+            assert!(echo.feed(&input[..split], &mut out, &shared));
+            assert!(echo.feed(&input[split..], &mut out, &shared));
             assert_eq!(out, want, "split at {split}");
         }
     }
 
     #[test]
     fn the_handshake_is_answered_then_a_close_frame_ends_the_connection() {
-        let live = Arc::new(AtomicUsize::new(0));
+        let shared = shared();
         let mut echo = Echo::default();
         let mut out = Vec::new();
-        assert!(echo.feed(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", &mut out, &live));
+        assert!(echo.feed(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", &mut out, &shared));
         assert_eq!(out, upgrade_response().as_bytes());
-        assert_eq!(live.load(std::sync::atomic::Ordering::Relaxed), 1);
-        assert!(!echo.feed(&masked(0x8, b"", [0; 4]), &mut out, &live));
-        assert_eq!(live.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(shared.live.load(Ordering::Relaxed), 1);
+        assert!(!echo.feed(&masked(0x8, b"", [0; 4]), &mut out, &shared));
+        assert_eq!(shared.live.load(Ordering::Relaxed), 0);
     }
 
     /// Each floor's event loop over a real socket: the handshake, 200
@@ -212,22 +215,13 @@ mod tests {
     fn each_floor_echoes_over_loopback_and_ends_on_close() {
         use std::io::{Read, Write};
         use std::time::Duration;
-        let setups = [
-            (Floor::Uring, uring::Setup::FLOOR),
-            (Floor::UringEpoll, uring::Setup::EPOLL),
-            (Floor::UringNoDefer, uring::Setup::NO_DEFER),
-        ];
         for floor in [
             Floor::Epoll,
             Floor::Uring,
             Floor::UringEpoll,
             Floor::UringNoDefer,
         ] {
-            let live = Arc::new(AtomicUsize::new(0));
-            let hand = match setups.iter().find(|(f, _)| *f == floor) {
-                None => epoll::spawn(Arc::clone(&live)),
-                Some((_, setup)) => uring::spawn(*setup, Arc::clone(&live)),
-            };
+            let hand = floor.spawn(Arc::new(AtomicUsize::new(0)));
             let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
             let mut client =
                 TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
@@ -247,9 +241,8 @@ mod tests {
             let mut want = Vec::new();
             for i in 0..200u32 {
                 let payload: Vec<u8> = (0..64).map(|j| (i + j) as u8).collect();
-                frames.extend(masked(0x2, &payload, i.to_be_bytes()));
-                want.extend([0x82, 64]);
-                want.extend(payload);
+                frames.extend(masked(OP_BINARY, &payload, i.to_be_bytes()));
+                encode(&mut want, OP_BINARY, &payload, None);
             }
             client.write_all(&frames).expect("frames");
             let mut got = vec![0; want.len()];

@@ -12,12 +12,12 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::mpsc;
 
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
 
-use super::{Echo, Hand};
+use super::{Echo, Hand, Shared};
 
 /// Provided buffers per ring (a power of two, as the kernel requires).
 const BUFFERS: u16 = 4096;
@@ -67,17 +67,17 @@ impl Setup {
 
 /// Starts a ring on its own thread; the function returned hands it a
 /// socket.
-pub(super) fn spawn(setup: Setup, live: Arc<AtomicUsize>) -> Hand {
+pub(super) fn spawn(setup: Setup, shared: Shared) -> Hand {
     let (tx, rx) = mpsc::channel::<TcpStream>();
     std::thread::spawn(move || {
         let fail = |e: io::Error| crate::fail("floor-uring", &e.to_string());
         let mut ring = Ring::new(setup.defer).unwrap_or_else(&fail);
         if setup.epoll
-            && let Err(e) = ring.run_in_epoll(&rx, &live)
+            && let Err(e) = ring.run_in_epoll(&rx, &shared)
         {
             fail(e);
         }
-        ring.run(&rx, &live);
+        ring.run(&rx, &shared);
     });
     Box::new(move |s| {
         s.set_nodelay(true).expect("TCP_NODELAY");
@@ -129,7 +129,7 @@ impl Ring {
         })
     }
 
-    fn run(&mut self, arrivals: &mpsc::Receiver<TcpStream>, live: &Arc<AtomicUsize>) -> ! {
+    fn run(&mut self, arrivals: &mpsc::Receiver<TcpStream>, shared: &Shared) -> ! {
         let wait = types::Timespec::new().nsec(ARRIVAL_CHECK_NS);
         let args = types::SubmitArgs::new().timespec(&wait);
         loop {
@@ -145,16 +145,16 @@ impl Ring {
                     ) => {}
                 Err(e) => crate::fail("floor-uring", &format!("io_uring_enter: {e}")),
             }
-            self.reap(live);
+            self.reap(shared);
         }
     }
 
     /// Handles every completion posted, then starts the sends they made
     /// ready; `false` if there were none.
-    fn reap(&mut self, live: &Arc<AtomicUsize>) -> bool {
+    fn reap(&mut self, shared: &Shared) -> bool {
         let completions: Vec<cqueue::Entry> = self.uring.completion().collect();
         for cqe in &completions {
-            self.complete(cqe, live);
+            self.complete(cqe, shared);
         }
         self.buffers.publish();
         self.send_ready();
@@ -167,7 +167,7 @@ impl Ring {
     fn run_in_epoll(
         &mut self,
         arrivals: &mpsc::Receiver<TcpStream>,
-        live: &Arc<AtomicUsize>,
+        shared: &Shared,
     ) -> io::Result<()> {
         // SAFETY: no pointer arguments; the descriptor is owned at once.
         let raw = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -202,7 +202,7 @@ impl Ring {
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
                 Err(e) => return Err(e),
             }
-            if !self.reap(live) && self.uring.submission().is_empty() {
+            if !self.reap(shared) && self.uring.submission().is_empty() {
                 poll.poll(&mut events, Some(wait))?;
                 // Drained so that the next signal is an edge; the count
                 // does not matter.
@@ -255,7 +255,7 @@ impl Ring {
         }
     }
 
-    fn complete(&mut self, cqe: &cqueue::Entry, live: &Arc<AtomicUsize>) {
+    fn complete(&mut self, cqe: &cqueue::Entry, shared: &Shared) {
         let slot = (cqe.user_data() & 0xffff_ffff) as usize;
         let Some(conn) = self.conns[slot].as_mut() else {
             return;
@@ -266,9 +266,11 @@ impl Ring {
             conn.recv_busy = more;
             if res > 0 {
                 let bid = cqueue::buffer_select(cqe.flags()).expect("a receive selects a buffer");
-                let open =
-                    conn.echo
-                        .feed(self.buffers.filled(bid, res as usize), &mut conn.out, live);
+                let open = conn.echo.feed(
+                    self.buffers.filled(bid, res as usize),
+                    &mut conn.out,
+                    shared,
+                );
                 self.buffers.provide(bid);
                 conn.ending |= !open;
                 if !conn.out.is_empty() && !conn.send_busy {
