@@ -48,9 +48,9 @@ enum Side {
 impl Side {
     fn of(lib: Lib) -> Side {
         match lib {
-            Lib::Lockgate | Lib::TokioLockgate | Lib::UringLockgate => Side::Ours,
             Lib::Raw => Side::Floor,
-            _ => Side::Peer,
+            lib if lib.is_peer() => Side::Peer,
+            _ => Side::Ours,
         }
     }
 
@@ -297,8 +297,8 @@ fn panel(s: &mut String, row: &Row, cols: &[Lib], y0: f64) {
     let mut sub = format!("{}, {direction}", row.unit);
     if let Some((peer, _)) = row.best_peer() {
         let _ = write!(sub, "; best peer {}", peer.name());
-        for ours in [Lib::Lockgate, Lib::TokioLockgate, Lib::UringLockgate] {
-            if cols.contains(&ours) && row.median(ours).is_some() {
+        for &ours in cols.iter().filter(|&&l| Side::of(l) == Side::Ours) {
+            if row.median(ours).is_some() {
                 let _ = write!(sub, "; {} ÷ best peer {}", ours.name(), row.ratio(ours));
             }
         }
