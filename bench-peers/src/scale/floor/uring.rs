@@ -110,6 +110,9 @@ struct Ring {
     free: Vec<usize>,
     /// Connections with replies to send after this pass.
     ready: Vec<usize>,
+    /// The completions of this pass, taken off the queue before they are
+    /// handled (handling one pushes entries); kept to reuse its room.
+    completions: Vec<cqueue::Entry>,
 }
 
 impl Ring {
@@ -126,6 +129,7 @@ impl Ring {
             conns: Vec::new(),
             free: Vec::new(),
             ready: Vec::new(),
+            completions: Vec::new(),
         })
     }
 
@@ -133,9 +137,7 @@ impl Ring {
         let wait = types::Timespec::new().nsec(ARRIVAL_CHECK_NS);
         let args = types::SubmitArgs::new().timespec(&wait);
         loop {
-            while let Ok(tcp) = arrivals.try_recv() {
-                self.add(tcp);
-            }
+            self.take_arrivals(arrivals);
             match self.uring.submitter().submit_with_args(1, &args) {
                 Ok(_) => {}
                 Err(e)
@@ -152,13 +154,24 @@ impl Ring {
     /// Handles every completion posted, then starts the sends they made
     /// ready; `false` if there were none.
     fn reap(&mut self, shared: &Shared) -> bool {
-        let completions: Vec<cqueue::Entry> = self.uring.completion().collect();
+        let mut completions = std::mem::take(&mut self.completions);
+        completions.extend(self.uring.completion());
         for cqe in &completions {
             self.complete(cqe, shared);
         }
         self.buffers.publish();
         self.send_ready();
-        !completions.is_empty()
+        let any = !completions.is_empty();
+        completions.clear();
+        self.completions = completions;
+        any
+    }
+
+    /// Adds the sockets handed to this ring since the last pass.
+    fn take_arrivals(&mut self, arrivals: &mpsc::Receiver<TcpStream>) {
+        while let Ok(tcp) = arrivals.try_recv() {
+            self.add(tcp);
+        }
     }
 
     /// The loop of [`Setup::EPOLL`]: the ring signals an eventfd, and the
@@ -186,9 +199,7 @@ impl Ring {
         let mut events = mio::Events::with_capacity(8);
         let wait = std::time::Duration::from_nanos(u64::from(ARRIVAL_CHECK_NS));
         loop {
-            while let Ok(tcp) = arrivals.try_recv() {
-                self.add(tcp);
-            }
+            self.take_arrivals(arrivals);
             let queued = u32::try_from(self.uring.submission().len()).unwrap_or(u32::MAX);
             // SAFETY: no argument pointer; the entries queued name live
             // memory (see `push`).
